@@ -1,0 +1,53 @@
+/** Parsers for command-line values: each names the option and the value it refused. */
+import { InvalidArgumentError } from "commander";
+
+export function port(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n > 65535) throw new InvalidArgumentError(`"${value}" is not a port number (0-65535)`);
+  return n;
+}
+
+export function positiveNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`"${value}" is not a positive number`);
+  return n;
+}
+
+export function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n <= 0) throw new InvalidArgumentError(`"${value}" is not a positive whole number`);
+  return n;
+}
+
+export function url(value: string): string {
+  try {
+    const u = new URL(value);
+    if (!u.protocol) throw new Error("no scheme");
+  } catch {
+    throw new InvalidArgumentError(`"${value}" is not a URL`);
+  }
+  return value;
+}
+
+export function userName(value: string): string {
+  if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(value)) {
+    throw new InvalidArgumentError(`"${value}" is not a user name (1-64 letters, digits, _ . @ -)`);
+  }
+  return value;
+}
+
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+export function logLevel(value: string): string {
+  if (!LOG_LEVELS.includes(value)) throw new InvalidArgumentError(`"${value}" is not one of ${LOG_LEVELS.join(", ")}`);
+  return value;
+}
+
+/** --db: only the embedded store exists in this version; a PostgreSQL URL is refused clearly. */
+export function dbUrl(value: string): string {
+  if (/^postgres(ql)?:\/\//.test(value)) {
+    throw new InvalidArgumentError("the PostgreSQL store is not part of this version yet: use --data DIR (SQLite)");
+  }
+  if (value.startsWith("sqlite:")) return value.slice("sqlite:".length);
+  throw new InvalidArgumentError(`"${value}" is not a store URL (sqlite:DIR)`);
+}

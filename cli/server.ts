@@ -1,0 +1,93 @@
+/** `blockkit server`, `blockkit users add`: run the service and manage its accounts. */
+import type { Command } from "commander";
+import pino from "pino";
+import { BlockkitServer } from "../server/controller.js";
+import { AuthService } from "../server/services/auth.js";
+import { openSqliteStore } from "../server/store/sqlite/index.js";
+import { dbUrl, logLevel, port, positiveNumber, url, userName } from "./options.js";
+
+interface ServerFlags {
+  host: string;
+  port: number;
+  streamPort?: number;
+  data: string;
+  db?: string;
+  adminToken?: string;
+  smtpUrl?: string;
+  smsUrl?: string;
+  pollHold: number;
+  logLevel: string;
+}
+
+export function registerServer(program: Command): void {
+  program
+    .command("server")
+    .description("run the service: REST API, block protocol, pages, and the stream listener")
+    .option("--host <host>", "address to listen on", "127.0.0.1")
+    .option("--port <port>", "API port", port, 8000)
+    .option("--stream-port <port>", "camera stream port (default: port + 1)", port)
+    .option("--data <dir>", "directory of the embedded SQLite store", "./data")
+    .option("--db <url>", "store URL (sqlite:DIR)", dbUrl)
+    .option("--admin-token <token>", "personal access token of the first user on an empty database")
+    .option("--smtp-url <url>", "SMTP server for the sendEmail action", url)
+    .option("--sms-url <url>", "SMS gateway (HTTP POST of {to, body})", url)
+    .option("--poll-hold <seconds>", "hold of the commands long-poll and of activation", positiveNumber, 30)
+    .option("--log-level <level>", "log level", logLevel, "info")
+    .action(async (flags: ServerFlags) => {
+      const logger = pino({ level: flags.logLevel, base: { name: "blockkit" } }, pino.destination(2));
+      const server = new BlockkitServer({
+        host: flags.host,
+        port: flags.port,
+        streamPort: flags.streamPort,
+        dataDir: flags.db ?? flags.data,
+        adminToken: flags.adminToken,
+        smtpUrl: flags.smtpUrl,
+        smsUrl: flags.smsUrl,
+        pollHoldSeconds: flags.pollHold,
+        logger,
+      });
+      const onSignal = (signal: string): void => {
+        logger.info({ signal }, "stopping");
+        server.stop().then(
+          () => process.exit(0),
+          (err: unknown) => {
+            logger.error({ err }, "stopping failed");
+            process.exit(1);
+          },
+        );
+      };
+      process.once("SIGINT", onSignal);
+      process.once("SIGTERM", onSignal);
+      const started = await server.start();
+      const out = [
+        "blockkit server ready",
+        `base_url   ${started.baseUrl}`,
+        `auth_url   ${started.authUrl}`,
+        `stream_url ${started.streamUrl}`,
+      ];
+      if (started.firstUser) {
+        const u = started.firstUser;
+        out.push(`first user ${u.name}: user_access_token ${u.token} password ${u.password}`);
+      }
+      process.stdout.write(`${out.join("\n")}\n`);
+    });
+
+  const users = program.command("users").description("manage accounts");
+  users
+    .command("add <name>")
+    .description("create a user; prints the new user's access token alone")
+    .option("--password <password>", "password for the settings pages")
+    .option("--data <dir>", "directory of the embedded SQLite store", "./data")
+    .option("--db <url>", "store URL (sqlite:DIR)", dbUrl)
+    .action(async (name: string, flags: { password?: string; data: string; db?: string }) => {
+      userName(name);
+      const store = openSqliteStore({ dataDir: flags.db ?? flags.data });
+      try {
+        if (await store.users.byName(name)) throw new Error(`user "${name}" already exists`);
+        const { token } = await new AuthService(store).createUser(name, { password: flags.password });
+        process.stdout.write(`${token}\n`);
+      } finally {
+        await store.close();
+      }
+    });
+}

@@ -1,0 +1,89 @@
+/**
+ * Wire schemas (TypeBox / JSON Schema) of the block protocol and the user API bodies.
+ * The server validates with them; the gateway, simulator and CLI import the types.
+ */
+import { type Static, Type } from "@sinclair/typebox";
+import { NODE_ID_PATTERN } from "./guid.js";
+
+/** Largest DA accepted, in characters. */
+export const MAX_DA_LENGTH = 4096;
+/** Timestamps (epoch ms) must fall in [2000-01-01, 2200-01-01). */
+export const MIN_TIMESTAMP = 946_684_800_000;
+export const MAX_TIMESTAMP = 7_258_118_400_000;
+
+const Port = Type.Union([Type.String({ pattern: "^[A-Za-z0-9]{1,32}$" }), Type.Integer({ minimum: 0, maximum: 2 ** 31 })], {
+  description: "port G: alphanumeric; a number is accepted and stored as a string",
+});
+const Id = Type.Integer({ minimum: 0, maximum: 999_999_999 });
+const DA = Type.Union([Type.String({ maxLength: MAX_DA_LENGTH }), Type.Number()]);
+
+const common = {
+  G: Port,
+  V: Id,
+  D: Id,
+  /** Optional reading time in epoch milliseconds (gateways replaying an outbox send it). */
+  TIMESTAMP: Type.Optional(Type.Integer({ minimum: MIN_TIMESTAMP, maximum: MAX_TIMESTAMP })),
+  /** Optional idempotency key: a reading with a key the server has seen for this node is acknowledged, not stored again. */
+  KEY: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  GUID: Type.Optional(Type.String({ maxLength: 256 })),
+  name: Type.Optional(Type.String({ maxLength: 256 })),
+};
+
+export const DataEvent = Type.Object({ ...common, DA }, { additionalProperties: true });
+export type DataEvent = Static<typeof DataEvent>;
+
+export const HeartbeatBody = Type.Array(DataEvent, { minItems: 1, maxItems: 1000 });
+export type HeartbeatBody = Static<typeof HeartbeatBody>;
+
+export const ConfigEvent = Type.Object(
+  { ...common, type: Type.String({ minLength: 1, maxLength: 256 }), DA: Type.Optional(DA) },
+  { additionalProperties: true },
+);
+export type ConfigEvent = Static<typeof ConfigEvent>;
+
+/** One command as delivered on the long-poll. */
+export interface Command {
+  G: string;
+  V: number;
+  D: number;
+  DA: string;
+  GUID: string;
+}
+export interface CommandsResponse {
+  DEVICE: Command[];
+}
+
+export const NodeIdParam = Type.Object({ nodeId: Type.String({ pattern: NODE_ID_PATTERN }) });
+export const GuidParam = Type.Object({ guid: Type.String({ minLength: 1, maxLength: 256 }) });
+
+export const DevicePut = Type.Object(
+  {
+    DA: Type.Optional(DA),
+    shortName: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+  },
+  { additionalProperties: true },
+);
+export type DevicePut = Static<typeof DevicePut>;
+
+export const ClaimBody = Type.Object({ nodeid: Type.String({ pattern: NODE_ID_PATTERN }) }, { additionalProperties: true });
+
+export const CallbackBody = Type.Object(
+  { url: Type.String({ minLength: 1, maxLength: 2048, pattern: "^https?://" }) },
+  { additionalProperties: true },
+);
+
+export const HistoryQuery = Type.Object(
+  {
+    from: Type.Optional(Type.Number({ minimum: 0, maximum: MAX_TIMESTAMP })),
+    to: Type.Optional(Type.Number({ minimum: 0, maximum: MAX_TIMESTAMP })),
+    interval: Type.Optional(Type.String({ pattern: "^[0-9]{1,6}(min|hour|day|month|year)$" })),
+    fn: Type.Optional(Type.Union(["mean", "sum", "min", "max", "stddev", "ss", "count"].map((f) => Type.Literal(f)))),
+  },
+  { additionalProperties: true },
+);
+export type HistoryQuery = Static<typeof HistoryQuery>;
+
+/** DA as the wire string: numbers become their decimal text. */
+export function daText(da: string | number): string {
+  return typeof da === "number" ? String(da) : da;
+}

@@ -1,0 +1,160 @@
+/**
+ * The server's controller: owns start-up and shutdown of the store, the bus, every service and both
+ * listeners. `init()` builds everything without listening (tests use `api.inject()`); `start()`
+ * also listens; `stop()` answers held polls, drains requests, commits what was accepted and closes
+ * the store.
+ */
+import type { AddressInfo } from "node:net";
+import type { FastifyInstance } from "fastify";
+import pino, { type Logger } from "pino";
+import { LocalBus } from "./bus/local.js";
+import type { Bus } from "./bus/types.js";
+import { REST_PREFIX, buildApiApp, buildStreamApp } from "./http/app.js";
+import { Activation } from "./services/activation.js";
+import { AuthService } from "./services/auth.js";
+import { CommandHub } from "./services/commands.js";
+import { DeviceService } from "./services/devices.js";
+import { HistoryService } from "./services/history.js";
+import type { Services } from "./services/index.js";
+import { Ingest } from "./services/ingest.js";
+import { RateLimiter } from "./services/rate-limit.js";
+import { newToken } from "./services/secrets.js";
+import { openSqliteStore } from "./store/sqlite/index.js";
+import type { Store } from "./store/types.js";
+
+export interface ServerOptions {
+  host?: string;
+  /** API port. Default 8000. 0 picks a free one (tests). */
+  port?: number;
+  /** Stream (camera) port. Default port + 1; 0 picks a free one. */
+  streamPort?: number;
+  /** Directory of the SQLite store. Default ./data. */
+  dataDir?: string;
+  /** A ready store (tests); overrides dataDir. */
+  store?: Store;
+  bus?: Bus;
+  /** Personal access token of the first user on an empty database (known value for scripts). */
+  adminToken?: string;
+  smtpUrl?: string;
+  smsUrl?: string;
+  /** Hold of the commands long-poll and activation, seconds. Default 30. */
+  pollHoldSeconds?: number;
+  /** Command time to live, seconds. Default 60. */
+  commandTtlSeconds?: number;
+  /** Per-credential rate limit, requests per second (0 = off). Default 1000, burst twice that. */
+  rateLimitPerSecond?: number;
+  logger?: Logger;
+  logLevel?: string;
+  clock?: () => number;
+}
+
+export interface FirstUser {
+  name: string;
+  token: string;
+  password: string;
+}
+
+export interface StartedServer {
+  baseUrl: string;
+  authUrl: string;
+  streamUrl: string;
+  firstUser: FirstUser | null;
+}
+
+export class BlockkitServer {
+  services!: Services;
+  api!: FastifyInstance;
+  stream!: FastifyInstance;
+  private initialised = false;
+  private stopping: Promise<void> | null = null;
+
+  constructor(readonly options: ServerOptions = {}) {}
+
+  /** Builds the store, services and apps without listening. Returns the first user when it created one. */
+  async init(): Promise<FirstUser | null> {
+    if (this.initialised) throw new Error("BlockkitServer.init() called twice");
+    this.initialised = true;
+    const o = this.options;
+    const log = o.logger ?? pino({ level: o.logLevel ?? "info", base: { name: "blockkit" } });
+    const clock = o.clock ?? Date.now;
+    const store = o.store ?? openSqliteStore({ dataDir: o.dataDir ?? "./data" });
+    const bus = o.bus ?? new LocalBus();
+    const holdMs = (o.pollHoldSeconds ?? 30) * 1000;
+    const auth = new AuthService(store, clock);
+    const rateLimiter = new RateLimiter(
+      { perSecond: o.rateLimitPerSecond ?? 1000, burst: 2 * (o.rateLimitPerSecond ?? 1000) },
+      clock,
+    );
+    const commands = new CommandHub(
+      store,
+      bus,
+      log.child({ module: "srv:commands" }),
+      { holdMs, ttlMs: (o.commandTtlSeconds ?? 60) * 1000 },
+      clock,
+    );
+    this.services = {
+      settings: { pollHoldMs: holdMs, baseUrl: "", authUrl: "", streamUrl: "" },
+      log,
+      clock,
+      store,
+      bus,
+      auth,
+      rateLimiter,
+      ingest: new Ingest(store, log.child({ module: "srv:ingest" })),
+      commands,
+      activation: new Activation(store, bus, auth, log.child({ module: "srv:activation" }), { holdMs, awaitMs: 60_000 }, clock),
+      devices: new DeviceService(store, commands),
+      history: new HistoryService(store, clock),
+    };
+    this.api = buildApiApp(this.services);
+    this.stream = buildStreamApp(this.services);
+    await Promise.all([this.api.ready(), this.stream.ready()]);
+    rateLimiter.start();
+    this.services.ingest.start();
+    commands.start();
+    return this.ensureFirstUser();
+  }
+
+  /** init() and listen on both ports. */
+  async start(): Promise<StartedServer> {
+    const firstUser = await this.init();
+    const host = this.options.host ?? "127.0.0.1";
+    const port = this.options.port ?? 8000;
+    await this.api.listen({ host, port });
+    const apiPort = (this.api.server.address() as AddressInfo).port;
+    const streamPort = this.options.streamPort ?? (port === 0 ? 0 : port + 1);
+    await this.stream.listen({ host, port: streamPort });
+    const realStreamPort = (this.stream.server.address() as AddressInfo).port;
+    const shown = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
+    const authUrl = `http://${shown.includes(":") ? `[${shown}]` : shown}:${apiPort}`;
+    const streamUrl = `http://${shown.includes(":") ? `[${shown}]` : shown}:${realStreamPort}`;
+    Object.assign(this.services.settings, { baseUrl: `${authUrl}${REST_PREFIX}`, authUrl, streamUrl });
+    return { baseUrl: `${authUrl}${REST_PREFIX}`, authUrl, streamUrl, firstUser };
+  }
+
+  stop(): Promise<void> {
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  private async shutdown(): Promise<void> {
+    if (!this.initialised) return;
+    const s = this.services;
+    // Answer held polls first so that closing the listeners does not wait for their holds.
+    s.commands.stop();
+    s.activation.stop();
+    await Promise.all([this.api.close(), this.stream.close()]);
+    await s.ingest.stop();
+    s.rateLimiter.stop();
+    await s.bus.close();
+    await s.store.close();
+  }
+
+  private async ensureFirstUser(): Promise<FirstUser | null> {
+    const { store, auth } = this.services;
+    if ((await store.users.count()) > 0) return null;
+    const password = newToken().slice(0, 16);
+    const { token } = await auth.createUser("admin", { password, token: this.options.adminToken });
+    return { name: "admin", token, password };
+  }
+}

@@ -1,0 +1,73 @@
+/** Builds the two fastify instances: the API (REST under /rest/v0, auth pages at the root) and the stream listener. */
+import Fastify, { type FastifyInstance, LogController } from "fastify";
+import type { Logger } from "pino";
+import type { Services } from "../services/index.js";
+import { installAuth } from "./auth.js";
+import { blockEventRoutes } from "./block-events.js";
+import { blockRoutes } from "./blocks.js";
+import { callbackRoutes } from "./callbacks.js";
+import { deviceRoutes } from "./devices.js";
+import { installErrorHandling } from "./errors.js";
+
+export const REST_PREFIX = "/rest/v0";
+export const JSON_BODY_LIMIT = 64 * 1024;
+export const SNAPSHOT_BODY_LIMIT = 10 * 1024 * 1024;
+
+/** Query parameters that carry credentials; never logged. */
+const SECRET_PARAMS = /([?&](?:user_access_token|access_token|client_secret|code|token)=)[^&]*/g;
+
+export function redactUrl(url: string): string {
+  return url.replace(SECRET_PARAMS, "$1[redacted]");
+}
+
+function baseFastify(log: Logger, bodyLimit: number): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: log,
+    // Per-request lines are off: the ingest path is hot, and URLs carry credentials.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit,
+    // Old clients send `DELETE` with a JSON content type and no body, or `/path/` with a slash.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
+    return503OnClosing: true,
+    forceCloseConnections: "idle",
+    ajv: { customOptions: { coerceTypes: "array", removeAdditional: false, allErrors: false } },
+  }) as unknown as FastifyInstance;
+  const jsonParser = app.getDefaultJsonParser("error", "error");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    if (body === "" || (typeof body === "string" && body.trim() === "")) {
+      done(null, undefined);
+      return;
+    }
+    void jsonParser(request, body as string, done);
+  });
+  app.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string" }, (_request, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(body as string)));
+  });
+  installErrorHandling(app);
+  return app;
+}
+
+/** The API listener: REST routes under /rest/v0; pages and OAuth at the root. */
+export function buildApiApp(s: Services): FastifyInstance {
+  const app = baseFastify(s.log.child({ module: "srv:http" }), JSON_BODY_LIMIT);
+  installAuth(app, s);
+  app.get("/healthz", async () => ({ ok: true }));
+  void app.register(
+    async (api) => {
+      deviceRoutes(api, s);
+      callbackRoutes(api, s);
+      blockRoutes(api, s);
+      blockEventRoutes(api, s);
+    },
+    { prefix: REST_PREFIX },
+  );
+  return app;
+}
+
+/** The stream listener ({stream_url}): camera snapshots. */
+export function buildStreamApp(s: Services): FastifyInstance {
+  const app = baseFastify(s.log.child({ module: "srv:stream" }), SNAPSHOT_BODY_LIMIT);
+  installAuth(app, s);
+  app.get("/healthz", async () => ({ ok: true }));
+  return app;
+}

@@ -1,0 +1,78 @@
+/** Block-level calls: heartbeat, data, config events and the commands long-poll. */
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { ok } from "../../protocol/envelope.js";
+import { makeGuid } from "../../protocol/guid.js";
+import { numericValue } from "../../protocol/history.js";
+import {
+  ConfigEvent,
+  DataEvent,
+  type DataEvent as DataEventBody,
+  HeartbeatBody,
+  NodeIdParam,
+  daText,
+} from "../../protocol/payloads.js";
+import { toCommand } from "../services/commands.js";
+import type { Services } from "../services/index.js";
+import type { IngestEvent } from "../store/types.js";
+import { blockOf } from "./auth.js";
+
+/** Readings may be stamped by the block up to this far in the future (clock skew), ms. */
+const MAX_FUTURE_SKEW_MS = 5 * 60_000;
+
+export function blockEventRoutes(app: FastifyInstance, s: Services): void {
+  const block = { auth: "block" as const };
+
+  function toEvent(request: FastifyRequest, kind: IngestEvent["kind"], e: DataEventBody, now: number): IngestEvent {
+    const b = blockOf(request);
+    const G = String(e.G);
+    const DA = kind === "config" ? String((e as unknown as { type: string }).type) : daText(e.DA);
+    let ts = now;
+    if (e.TIMESTAMP !== undefined && e.TIMESTAMP <= now + MAX_FUTURE_SKEW_MS) ts = e.TIMESTAMP;
+    return {
+      kind,
+      userId: b.userId,
+      node: b.nodeId,
+      guid: makeGuid({ node: b.nodeId, G, V: e.V, D: e.D }),
+      G,
+      V: e.V,
+      D: e.D,
+      DA,
+      num: kind === "config" ? null : numericValue(DA),
+      ts,
+      key: e.KEY,
+      payload: kind === "config" ? (e as unknown as Record<string, unknown>) : undefined,
+    };
+  }
+
+  app.post("/block/:nodeId/heartbeat", { config: block, schema: { params: NodeIdParam, body: HeartbeatBody } }, async (request) => {
+    const now = s.clock();
+    await s.ingest.submit((request.body as DataEventBody[]).map((e) => toEvent(request, "heartbeat", e, now)));
+    return ok();
+  });
+
+  app.post("/block/:nodeId/data", { config: block, schema: { params: NodeIdParam, body: DataEvent } }, async (request) => {
+    await s.ingest.submit([toEvent(request, "data", request.body as DataEventBody, s.clock())]);
+    return ok();
+  });
+
+  app.post("/block/:nodeId/config", { config: block, schema: { params: NodeIdParam, body: ConfigEvent } }, async (request) => {
+    await s.ingest.submit([toEvent(request, "config", request.body as DataEventBody, s.clock())]);
+    return ok();
+  });
+
+  app.get("/block/:nodeId/commands", { config: block, schema: { params: NodeIdParam } }, async (request, reply) => {
+    const { nodeId } = blockOf(request);
+    const rows = await s.commands.poll(nodeId, s.settings.pollHoldMs, (cancel) => {
+      reply.raw.once("close", () => {
+        if (!reply.raw.writableFinished) cancel();
+      });
+    });
+    if (rows.length > 0) {
+      // Removed from the queue only once the response carrying them was written.
+      reply.raw.once("finish", () => {
+        s.commands.delivered(rows).catch((err: unknown) => request.log.error({ err }, "removing delivered commands failed"));
+      });
+    }
+    return reply.send({ DEVICE: rows.map(toCommand) });
+  });
+}

@@ -1,0 +1,122 @@
+/**
+ * Block activation (DESIGN.md "Activation"). Two-legged: the block holds GET /block/:nodeId/activate
+ * and is "awaiting activation" while it does and for `awaitMs` after its last one; a user's claim
+ * marks the token as pending and wakes the waiter, which is handed a fresh token. No token is kept
+ * in plain text: it is made at the moment of delivery.
+ */
+import type { Logger } from "pino";
+import type { Bus } from "../bus/types.js";
+import { conflict, notFound } from "../errors.js";
+import type { Store } from "../store/types.js";
+import type { AuthService } from "./auth.js";
+
+export interface ActivationOptions {
+  /** Longest hold of an activation request, ms. Default 30 000. */
+  holdMs: number;
+  /** How long a block stays "awaiting activation" after its last request, ms. Default 60 000. */
+  awaitMs: number;
+}
+
+export class Activation {
+  /** node id -> time of its last activation request (or now while one is held). */
+  private readonly lastSeen = new Map<string, number>();
+  private readonly held = new Map<string, Set<(token: string | null) => void>>();
+  private readonly delivering = new Map<string, Promise<string | null>>();
+  private stopped = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly bus: Bus,
+    private readonly auth: AuthService,
+    private readonly log: Logger,
+    private readonly options: ActivationOptions,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  stop(): void {
+    this.stopped = true;
+    for (const set of this.held.values()) for (const f of [...set]) f(null);
+  }
+
+  isAwaiting(nodeId: string): boolean {
+    if (this.held.has(nodeId)) return true;
+    const seen = this.lastSeen.get(nodeId);
+    return seen !== undefined && this.clock() - seen <= this.options.awaitMs;
+  }
+
+  /** The two-legged flow: resolves with the token once claimed, or null when the hold ends. */
+  async wait(nodeId: string, onAbort: (cancel: () => void) => void): Promise<string | null> {
+    this.lastSeen.set(nodeId, this.clock());
+    this.prune();
+    const ready = await this.deliverPending(nodeId);
+    if (ready || this.stopped) return ready;
+    return new Promise<string | null>((resolve) => {
+      let set = this.held.get(nodeId);
+      if (!set) {
+        set = new Set();
+        this.held.set(nodeId, set);
+      }
+      const finish = (token: string | null): void => {
+        clearTimeout(timer);
+        unsubscribe();
+        const s = this.held.get(nodeId);
+        s?.delete(finish);
+        if (s?.size === 0) this.held.delete(nodeId);
+        this.lastSeen.set(nodeId, this.clock());
+        resolve(token);
+      };
+      set.add(finish);
+      const timer = setTimeout(() => finish(null), this.options.holdMs);
+      const unsubscribe = this.bus.subscribe(`act:${nodeId}`, () => {
+        this.deliverPending(nodeId).then(
+          (token) => {
+            if (token) for (const f of [...(this.held.get(nodeId) ?? [])]) f(token);
+          },
+          (err: unknown) => this.log.error({ err, nodeId }, "delivering a block token failed"),
+        );
+      });
+      onAbort(() => finish(null));
+    });
+  }
+
+  /** A user claims a block that is awaiting activation (POST /block). */
+  async claim(nodeId: string, userId: number): Promise<void> {
+    const block = await this.store.blocks.get(nodeId);
+    if (block && block.user_id !== userId) throw conflict(`block ${nodeId} is claimed by another account`);
+    if (!this.isAwaiting(nodeId)) throw notFound(`block ${nodeId} is not awaiting activation: start its activation first`);
+    await this.store.blocks.claim(nodeId, userId, this.clock(), this.clock() + this.options.awaitMs);
+    this.bus.publish(`act:${nodeId}`, "");
+  }
+
+  /** The direct flow: claim for the user and hand the token over at once. */
+  async direct(nodeId: string, userId: number): Promise<string> {
+    const block = await this.store.blocks.get(nodeId);
+    if (block && block.user_id !== userId) throw conflict(`block ${nodeId} is claimed by another account`);
+    await this.store.blocks.claim(nodeId, userId, this.clock(), null);
+    return this.auth.issue(userId, "block", { nodeId });
+  }
+
+  /** Issues the token of a claimed block whose token is pending; null when there is none. */
+  private deliverPending(nodeId: string): Promise<string | null> {
+    // Concurrent waiters of one node share one delivery, so they all get the same token.
+    let p = this.delivering.get(nodeId);
+    if (!p) {
+      p = this.issuePending(nodeId).finally(() => this.delivering.delete(nodeId));
+      this.delivering.set(nodeId, p);
+    }
+    return p;
+  }
+
+  private async issuePending(nodeId: string): Promise<string | null> {
+    const block = await this.store.blocks.get(nodeId);
+    if (!block || block.token_pending_until === null || block.token_pending_until < this.clock()) return null;
+    await this.store.blocks.setPending(nodeId, null);
+    return this.auth.issue(block.user_id, "block", { nodeId });
+  }
+
+  private prune(): void {
+    if (this.lastSeen.size < 10_000) return;
+    const cutoff = this.clock() - this.options.awaitMs;
+    for (const [node, seen] of this.lastSeen) if (seen < cutoff && !this.held.has(node)) this.lastSeen.delete(node);
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * Credentials: user access tokens (query `user_access_token`), OAuth access tokens (query
+ * `access_token`), block tokens and the virtual block token (header `X-Service-Token`).
+ */
+import { forbidden, unauthorized } from "../errors.js";
+import type { Store, TokenKind, UserRow } from "../store/types.js";
+import { hashPassword, hashToken, newToken } from "./secrets.js";
+
+export interface UserPrincipal {
+  userId: number;
+  via: "user" | "oauth";
+  tokenHash: string;
+}
+
+export interface BlockPrincipal {
+  userId: number;
+  /** The node the token belongs to; for the virtual block token, the node of the path. */
+  nodeId: string;
+  virtual: boolean;
+  tokenHash: string;
+}
+
+export class AuthService {
+  constructor(
+    private readonly store: Store,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** Resolves a user credential from the query; throws 401 when missing or unknown. */
+  async user(query: { user_access_token?: unknown; access_token?: unknown }): Promise<UserPrincipal> {
+    const personal = typeof query.user_access_token === "string" ? query.user_access_token : undefined;
+    const oauth = typeof query.access_token === "string" ? query.access_token : undefined;
+    const token = personal ?? oauth;
+    if (!token) throw unauthorized("missing credential: give user_access_token or access_token in the query");
+    const hash = hashToken(token);
+    const row = await this.store.tokens.find(hash);
+    const wanted: TokenKind = personal !== undefined ? "user" : "oauth";
+    if (!row || row.kind !== wanted) {
+      throw unauthorized(personal !== undefined ? "unknown or revoked user_access_token" : "unknown or revoked access_token");
+    }
+    return { userId: row.user_id, via: wanted, tokenHash: hash };
+  }
+
+  /** Resolves the block token of header X-Service-Token for the node in the path. */
+  async block(token: string | undefined, pathNodeId: string): Promise<BlockPrincipal> {
+    if (!token) throw unauthorized("missing block token: send it in the X-Service-Token header");
+    const hash = hashToken(token);
+    const row = await this.store.tokens.find(hash);
+    if (!row || (row.kind !== "block" && row.kind !== "vblock")) throw unauthorized("unknown or revoked block token");
+    if (row.kind === "block") {
+      if (row.node_id !== pathNodeId) throw forbidden(`this block token belongs to another node than ${pathNodeId}`);
+      return { userId: row.user_id, nodeId: pathNodeId, virtual: false, tokenHash: hash };
+    }
+    const block = await this.store.blocks.get(pathNodeId);
+    if (block && block.user_id !== row.user_id) throw forbidden(`node ${pathNodeId} belongs to another account`);
+    if (block && (await this.store.tokens.list({ node_id: pathNodeId, kind: "block" })).length > 0) {
+      throw forbidden(`node ${pathNodeId} is a claimed block: use its own block token`);
+    }
+    return { userId: row.user_id, nodeId: pathNodeId, virtual: true, tokenHash: hash };
+  }
+
+  /** Creates a user with a personal access token (given, or random) and returns both. */
+  async createUser(name: string, opts: { password?: string; token?: string } = {}): Promise<{ user: UserRow; token: string }> {
+    const passwordHash = opts.password ? await hashPassword(opts.password) : null;
+    const user = await this.store.users.create(name, passwordHash, this.clock());
+    const token = await this.issue(user.id, "user", { token: opts.token });
+    return { user, token };
+  }
+
+  /**
+   * Issues a token of a kind for a user. Personal and virtual block tokens are one per user: a new
+   * one revokes the old.
+   */
+  async issue(
+    userId: number,
+    kind: TokenKind,
+    opts: { token?: string | undefined; nodeId?: string; clientId?: string } = {},
+  ): Promise<string> {
+    if (kind === "user" || kind === "vblock") await this.store.tokens.revoke({ user_id: userId, kind });
+    if (kind === "block" && opts.nodeId) await this.store.tokens.revoke({ node_id: opts.nodeId, kind });
+    const token = opts.token ?? newToken();
+    await this.store.tokens.put({
+      hash: hashToken(token),
+      kind,
+      user_id: userId,
+      node_id: opts.nodeId ?? null,
+      client_id: opts.clientId ?? null,
+      created: this.clock(),
+    });
+    return token;
+  }
+}

@@ -1,0 +1,35 @@
+/** The service container handed to every HTTP module. */
+import type { Logger } from "pino";
+import type { Bus } from "../bus/types.js";
+import type { Store } from "../store/types.js";
+import type { Activation } from "./activation.js";
+import type { AuthService } from "./auth.js";
+import type { CommandHub } from "./commands.js";
+import type { DeviceService } from "./devices.js";
+import type { HistoryService } from "./history.js";
+import type { Ingest } from "./ingest.js";
+import type { RateLimiter } from "./rate-limit.js";
+
+export interface ServerSettings {
+  /** Longest hold of the commands long-poll and of activation, ms. */
+  pollHoldMs: number;
+  /** External addresses, as printed at start. */
+  baseUrl: string;
+  authUrl: string;
+  streamUrl: string;
+}
+
+export interface Services {
+  settings: ServerSettings;
+  log: Logger;
+  clock: () => number;
+  store: Store;
+  bus: Bus;
+  auth: AuthService;
+  rateLimiter: RateLimiter;
+  ingest: Ingest;
+  commands: CommandHub;
+  activation: Activation;
+  devices: DeviceService;
+  history: HistoryService;
+}

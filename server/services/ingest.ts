@@ -1,0 +1,146 @@
+/**
+ * Group commit of block events. Events submitted while the event loop is busy are committed in one
+ * durable transaction (WAL, synchronous=FULL) on the next turn; each submitter's promise settles
+ * only after its events are on disk. Listeners (rules, callbacks) hear about committed events after
+ * the commit, off the request's path.
+ */
+import type { Logger } from "pino";
+import { unavailable } from "../errors.js";
+import type { IngestEvent, IngestResult, Store } from "../store/types.js";
+
+export interface CommittedEvent extends IngestEvent {
+  deviceId: number;
+  created: boolean;
+}
+
+export type CommitListener = (events: CommittedEvent[]) => void;
+
+interface Pending {
+  events: IngestEvent[];
+  resolve: (r: IngestResult[]) => void;
+  reject: (e: unknown) => void;
+}
+
+export interface IngestOptions {
+  /** Largest number of events in one transaction. Default 5000. */
+  maxBatch?: number;
+  /** How long idempotency keys are remembered, in ms. Default 7 days. */
+  keyRetentionMs?: number;
+}
+
+export class Ingest {
+  private queue: Pending[] = [];
+  private queued = 0;
+  private scheduled = false;
+  private flushing: Promise<void> | null = null;
+  private stopped = false;
+  private readonly listeners: CommitListener[] = [];
+  private pruneTimer: NodeJS.Timeout | undefined;
+  private readonly maxBatch: number;
+  private readonly keyRetentionMs: number;
+  /** Counters for /metrics and tests. */
+  readonly stats = { batches: 0, events: 0, duplicates: 0 };
+
+  constructor(
+    private readonly store: Store,
+    private readonly log: Logger,
+    options: IngestOptions = {},
+  ) {
+    this.maxBatch = options.maxBatch ?? 5000;
+    this.keyRetentionMs = options.keyRetentionMs ?? 7 * 86_400_000;
+  }
+
+  start(): void {
+    this.pruneTimer = setInterval(() => {
+      this.store.events.pruneKeys(Date.now() - this.keyRetentionMs).catch((err: unknown) => {
+        this.log.warn({ err }, "pruning idempotency keys failed");
+      });
+    }, 3_600_000);
+    this.pruneTimer.unref();
+  }
+
+  /** Stops accepting events and waits until everything accepted is committed. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.pruneTimer) clearInterval(this.pruneTimer);
+    if (this.flushing) await this.flushing;
+    if (this.queue.length > 0) await this.drain();
+  }
+
+  onCommitted(listener: CommitListener): void {
+    this.listeners.push(listener);
+  }
+
+  submit(events: IngestEvent[]): Promise<IngestResult[]> {
+    if (this.stopped) return Promise.reject(unavailable("the server is shutting down"));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ events, resolve, reject });
+      this.queued += events.length;
+      if (this.scheduled || this.flushing) return;
+      this.scheduled = true;
+      // One turn of the event loop gathers every request parsed meanwhile into one transaction.
+      setImmediate(() => {
+        this.scheduled = false;
+        this.flushing = this.drain().finally(() => {
+          this.flushing = null;
+        });
+      });
+    });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length > 0) {
+      const taken: Pending[] = [];
+      let count = 0;
+      while (this.queue.length > 0) {
+        const next = this.queue[0] as Pending;
+        if (count > 0 && count + next.events.length > this.maxBatch) break;
+        this.queue.shift();
+        taken.push(next);
+        count += next.events.length;
+      }
+      this.queued -= count;
+      await this.commit(taken, count);
+    }
+  }
+
+  private async commit(taken: Pending[], count: number): Promise<void> {
+    const batch: IngestEvent[] = [];
+    for (const p of taken) for (const e of p.events) batch.push(e);
+    let results: IngestResult[];
+    try {
+      results = await this.store.events.commit(batch);
+    } catch (err) {
+      this.log.error({ err, events: count }, "committing block events failed");
+      const e = unavailable("the store could not commit the events; retry", err);
+      for (const p of taken) p.reject(e);
+      return;
+    }
+    this.stats.batches++;
+    const committed: CommittedEvent[] = [];
+    let i = 0;
+    for (const p of taken) {
+      const mine = results.slice(i, i + p.events.length);
+      i += p.events.length;
+      p.resolve(mine);
+    }
+    batch.forEach((e, j) => {
+      const r = results[j] as IngestResult;
+      if (r.duplicate) this.stats.duplicates++;
+      else committed.push({ ...e, deviceId: r.deviceId, created: r.created });
+    });
+    this.stats.events += committed.length;
+    if (committed.length === 0) return;
+    for (const listener of this.listeners) {
+      try {
+        listener(committed);
+      } catch (err) {
+        this.log.error({ err }, "a commit listener failed");
+      }
+    }
+  }
+
+  get depth(): number {
+    return this.queued;
+  }
+}

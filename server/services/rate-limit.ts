@@ -1,0 +1,52 @@
+/** Per-credential token buckets. A bucket refills at `perSecond` up to `burst`. */
+import { ServiceError } from "../errors.js";
+
+export interface RateLimitOptions {
+  /** Sustained requests per second per credential; 0 disables limiting. Default 1000. */
+  perSecond: number;
+  /** Bucket size. Default 2 × perSecond. */
+  burst: number;
+}
+
+export class RateLimiter {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  private sweep: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly options: RateLimitOptions,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  start(): void {
+    // Forget full buckets once a minute so idle credentials cost no memory.
+    this.sweep = setInterval(() => this.prune(), 60_000);
+    this.sweep.unref();
+  }
+
+  stop(): void {
+    if (this.sweep) clearInterval(this.sweep);
+    this.sweep = undefined;
+  }
+
+  /** Takes one request from the key's bucket; throws 429 when it is empty. */
+  take(key: string): void {
+    if (this.options.perSecond <= 0) return;
+    const now = this.clock();
+    const b = this.buckets.get(key);
+    if (!b) {
+      this.buckets.set(key, { tokens: this.options.burst - 1, at: now });
+      return;
+    }
+    b.tokens = Math.min(this.options.burst, b.tokens + ((now - b.at) / 1000) * this.options.perSecond);
+    b.at = now;
+    if (b.tokens < 1) throw new ServiceError("RATE_LIMITED", "rate limit exceeded for this credential; slow down");
+    b.tokens -= 1;
+  }
+
+  private prune(): void {
+    const now = this.clock();
+    for (const [key, b] of this.buckets) {
+      if (b.tokens + ((now - b.at) / 1000) * this.options.perSecond >= this.options.burst) this.buckets.delete(key);
+    }
+  }
+}

@@ -1,0 +1,103 @@
+/** Users, tokens and blocks on SQLite. */
+import type { Database } from "better-sqlite3";
+import type { BlockRow, BlocksRepo, TokenRow, TokensRepo, UserRow, UsersRepo } from "../types.js";
+
+export function usersRepo(db: Database): UsersRepo {
+  const insert = db.prepare("INSERT INTO users (name, password_hash, created) VALUES (?, ?, ?) RETURNING *");
+  const byName = db.prepare("SELECT * FROM users WHERE name = ?");
+  const byId = db.prepare("SELECT * FROM users WHERE id = ?");
+  const count = db.prepare("SELECT count(*) AS n FROM users").pluck();
+  const setPassword = db.prepare("UPDATE users SET password_hash = ? WHERE id = ?");
+  return {
+    async create(name, passwordHash, now) {
+      return insert.get(name, passwordHash, now) as UserRow;
+    },
+    async byName(name) {
+      return (byName.get(name) as UserRow | undefined) ?? null;
+    },
+    async byId(id) {
+      return (byId.get(id) as UserRow | undefined) ?? null;
+    },
+    async count() {
+      return count.get() as number;
+    },
+    async setPassword(id, passwordHash) {
+      setPassword.run(passwordHash, id);
+    },
+  };
+}
+
+const TOKEN_FIELDS = ["hash", "user_id", "kind", "node_id", "client_id"] as const;
+
+function where(match: Partial<Record<(typeof TOKEN_FIELDS)[number], unknown>>): { sql: string; args: unknown[] } {
+  const parts: string[] = [];
+  const args: unknown[] = [];
+  for (const field of TOKEN_FIELDS) {
+    if (match[field] === undefined) continue;
+    parts.push(`${field} = ?`);
+    args.push(match[field]);
+  }
+  if (parts.length === 0) throw new TypeError("a token match needs at least one field");
+  return { sql: parts.join(" AND "), args };
+}
+
+export function tokensRepo(db: Database): TokensRepo {
+  const insert = db.prepare(
+    "INSERT INTO tokens (hash, kind, user_id, node_id, client_id, created) VALUES (@hash, @kind, @user_id, @node_id, @client_id, @created)",
+  );
+  const find = db.prepare("SELECT * FROM tokens WHERE hash = ?");
+  return {
+    async put(row) {
+      insert.run(row);
+    },
+    async find(hash) {
+      return (find.get(hash) as TokenRow | undefined) ?? null;
+    },
+    async revoke(match) {
+      const w = where(match);
+      return db.prepare(`DELETE FROM tokens WHERE ${w.sql}`).run(...w.args).changes;
+    },
+    async list(match) {
+      const w = where(match);
+      return db.prepare(`SELECT * FROM tokens WHERE ${w.sql} ORDER BY created`).all(...w.args) as TokenRow[];
+    },
+  };
+}
+
+export function blocksRepo(db: Database): BlocksRepo {
+  const get = db.prepare("SELECT * FROM blocks WHERE node_id = ?");
+  const list = db.prepare("SELECT * FROM blocks WHERE user_id = ? ORDER BY date_created, node_id");
+  const claim = db.prepare(`
+    INSERT INTO blocks (node_id, user_id, short_name, date_created, last_active, token_pending_until)
+    VALUES (@node, @user, @node, @now, @now, @pending)
+    ON CONFLICT (node_id) DO UPDATE SET user_id = excluded.user_id, token_pending_until = excluded.token_pending_until
+    RETURNING *`);
+  const setPending = db.prepare("UPDATE blocks SET token_pending_until = ? WHERE node_id = ?");
+  const removeAll = db.transaction((nodeId: string) => {
+    const ids = db.prepare("SELECT id FROM devices WHERE node_id = ?").pluck().all(nodeId) as number[];
+    const delReadings = db.prepare("DELETE FROM readings WHERE device_id = ?");
+    for (const id of ids) delReadings.run(id);
+    db.prepare("DELETE FROM devices WHERE node_id = ?").run(nodeId);
+    db.prepare("DELETE FROM commands WHERE node_id = ?").run(nodeId);
+    db.prepare("DELETE FROM event_keys WHERE node_id = ?").run(nodeId);
+    db.prepare("DELETE FROM tokens WHERE node_id = ? AND kind = 'block'").run(nodeId);
+    db.prepare("DELETE FROM blocks WHERE node_id = ?").run(nodeId);
+  });
+  return {
+    async get(nodeId) {
+      return (get.get(nodeId) as BlockRow | undefined) ?? null;
+    },
+    async list(userId) {
+      return list.all(userId) as BlockRow[];
+    },
+    async claim(nodeId, userId, now, pendingUntil) {
+      return claim.get({ node: nodeId, user: userId, now, pending: pendingUntil }) as BlockRow;
+    },
+    async setPending(nodeId, pendingUntil) {
+      setPending.run(pendingUntil, nodeId);
+    },
+    async remove(nodeId) {
+      removeAll(nodeId);
+    },
+  };
+}

@@ -1,0 +1,174 @@
+/** Devices, block events (the ingest transaction), commands and callbacks on SQLite. */
+import type { Database } from "better-sqlite3";
+import type {
+  CallbackRow,
+  CallbacksRepo,
+  CommandRow,
+  CommandsRepo,
+  DeviceRow,
+  DevicesRepo,
+  EventsRepo,
+  IngestEvent,
+  IngestResult,
+} from "../types.js";
+
+export function devicesRepo(db: Database): DevicesRepo {
+  const list = db.prepare("SELECT * FROM devices WHERE user_id = ? ORDER BY id");
+  const byGuid = db.prepare("SELECT * FROM devices WHERE guid = ?");
+  const setShortName = db.prepare("UPDATE devices SET short_name = ? WHERE id = ?");
+  const setMeta = db.prepare("UPDATE devices SET meta = ? WHERE id = ?");
+  const remove = db.transaction((id: number) => {
+    const guid = db.prepare("SELECT guid FROM devices WHERE id = ?").pluck().get(id) as string | undefined;
+    db.prepare("DELETE FROM readings WHERE device_id = ?").run(id);
+    if (guid) db.prepare("DELETE FROM commands WHERE guid = ?").run(guid);
+    db.prepare("DELETE FROM devices WHERE id = ?").run(id);
+  });
+  return {
+    async list(userId) {
+      return list.all(userId) as DeviceRow[];
+    },
+    async byGuid(guid) {
+      return (byGuid.get(guid) as DeviceRow | undefined) ?? null;
+    },
+    async setShortName(id, name) {
+      setShortName.run(name, id);
+    },
+    async setMeta(id, meta) {
+      setMeta.run(meta, id);
+    },
+    async remove(id) {
+      remove(id);
+    },
+  };
+}
+
+/** Applies a config event to a device's meta (DESIGN.md "Config events"). */
+export function applyConfig(metaText: string, e: IngestEvent): string {
+  let meta: Record<string, unknown>;
+  try {
+    meta = JSON.parse(metaText) as Record<string, unknown>;
+  } catch {
+    meta = {};
+  }
+  if (e.DA === "UNPLUG") meta.plugged = false;
+  else if (e.DA === "PLUGIN") meta.plugged = true;
+  else {
+    const config = (typeof meta.config === "object" && meta.config !== null ? meta.config : {}) as Record<string, unknown>;
+    config[e.DA] = { payload: e.payload ?? {}, timestamp: e.ts };
+    meta.config = config;
+  }
+  return JSON.stringify(meta);
+}
+
+export function eventsRepo(db: Database): EventsRepo {
+  const seenKey = db.prepare("INSERT OR IGNORE INTO event_keys (node_id, key, ts) VALUES (?, ?, ?)");
+  const findDevice = db.prepare("SELECT id, meta FROM devices WHERE guid = ?");
+  const insertDevice = db.prepare(
+    `INSERT INTO devices (guid, user_id, node_id, g, v, d, meta, last_da, last_ts, created)
+     VALUES (@guid, @userId, @node, @G, @V, @D, @meta, @da, @ts, @now) RETURNING id`,
+  );
+  const updateLast = db.prepare(
+    "UPDATE devices SET last_da = ?, last_ts = ? WHERE id = ? AND (last_ts IS NULL OR last_ts <= ?)",
+  );
+  const updateMeta = db.prepare("UPDATE devices SET meta = ? WHERE id = ?");
+  const insertReading = db.prepare("INSERT INTO readings (device_id, ts, num, da) VALUES (?, ?, ?, ?)");
+  const touchBlock = db.prepare(`
+    INSERT INTO blocks (node_id, user_id, short_name, date_created, last_active)
+    VALUES (?, ?, ?, ?, ?)
+    ON CONFLICT (node_id) DO UPDATE SET last_active = max(last_active, excluded.last_active)`);
+  const pruneKeys = db.prepare("DELETE FROM event_keys WHERE ts < ?");
+
+  const commit = db.transaction((batch: IngestEvent[]): IngestResult[] => {
+    const now = Date.now();
+    const results: IngestResult[] = [];
+    const nodes = new Map<string, number>();
+    for (const e of batch) {
+      nodes.set(e.node, e.userId);
+      if (e.key !== undefined && seenKey.run(e.node, e.key, now).changes === 0) {
+        results.push({ deviceId: 0, created: false, duplicate: true });
+        continue;
+      }
+      const isConfig = e.kind === "config";
+      const found = findDevice.get(e.guid) as { id: number; meta: string } | undefined;
+      let deviceId: number;
+      if (found) {
+        deviceId = found.id;
+        if (isConfig) updateMeta.run(applyConfig(found.meta, e), deviceId);
+        else updateLast.run(e.DA, e.ts, deviceId, e.ts);
+      } else {
+        const meta = isConfig ? applyConfig("{}", e) : "{}";
+        deviceId = (
+          insertDevice.get({
+            guid: e.guid,
+            userId: e.userId,
+            node: e.node,
+            G: e.G,
+            V: e.V,
+            D: e.D,
+            meta,
+            da: isConfig ? null : e.DA,
+            ts: isConfig ? null : e.ts,
+            now,
+          }) as { id: number }
+        ).id;
+      }
+      if (!isConfig) insertReading.run(deviceId, e.ts, e.num, e.DA);
+      results.push({ deviceId, created: !found, duplicate: false });
+    }
+    for (const [node, userId] of nodes) touchBlock.run(node, userId, node, now, now);
+    return results;
+  });
+
+  return {
+    async commit(batch) {
+      return commit(batch);
+    },
+    async pruneKeys(before) {
+      return pruneKeys.run(before).changes;
+    },
+  };
+}
+
+export function commandsRepo(db: Database): CommandsRepo {
+  const add = db.prepare(
+    `INSERT INTO commands (node_id, guid, g, v, d, da, created, expires)
+     VALUES (@node_id, @guid, @g, @v, @d, @da, @created, @expires)`,
+  );
+  const pending = db.prepare("SELECT * FROM commands WHERE node_id = ? AND expires > ? ORDER BY id");
+  const expire = db.prepare("DELETE FROM commands WHERE expires <= ?");
+  return {
+    async add(row) {
+      return Number(add.run(row).lastInsertRowid);
+    },
+    async pending(nodeId, now) {
+      return pending.all(nodeId, now) as CommandRow[];
+    },
+    async remove(ids) {
+      if (ids.length === 0) return;
+      db.prepare(`DELETE FROM commands WHERE id IN (${ids.map(() => "?").join(",")})`).run(...ids);
+    },
+    async expire(now) {
+      return expire.run(now).changes;
+    },
+  };
+}
+
+export function callbacksRepo(db: Database): CallbacksRepo {
+  const get = db.prepare("SELECT * FROM callbacks WHERE device_id = ?");
+  const set = db.prepare(
+    `INSERT INTO callbacks (device_id, url, secret, created) VALUES (@device_id, @url, @secret, @created)
+     ON CONFLICT (device_id) DO UPDATE SET url = excluded.url, secret = excluded.secret`,
+  );
+  const remove = db.prepare("DELETE FROM callbacks WHERE device_id = ?");
+  return {
+    async get(deviceId) {
+      return (get.get(deviceId) as CallbackRow | undefined) ?? null;
+    },
+    async set(row) {
+      set.run(row);
+    },
+    async remove(deviceId) {
+      return remove.run(deviceId).changes > 0;
+    },
+  };
+}

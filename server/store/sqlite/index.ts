@@ -1,0 +1,68 @@
+/**
+ * The embedded store: one SQLite file in WAL mode with `synchronous=FULL`, so that a committed
+ * transaction survives a process kill and a power cut.
+ */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { unavailable } from "../../errors.js";
+import type { Store } from "../types.js";
+import { blocksRepo, tokensRepo, usersRepo } from "./accounts.js";
+import { callbacksRepo, commandsRepo, devicesRepo, eventsRepo } from "./devices.js";
+import { historyRepo, registerFunctions } from "./history.js";
+import { MIGRATIONS, type Migration } from "./migrations.js";
+
+export interface SqliteStoreOptions {
+  /** Directory that holds `blockkit.db`; created when missing. Use `:memory:` for a throwaway store. */
+  dataDir: string;
+}
+
+export function migrate(db: Database.Database, migrations: Migration[] = MIGRATIONS): string[] {
+  db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied INTEGER NOT NULL)");
+  const applied = new Set(db.prepare("SELECT name FROM schema_migrations").pluck().all() as string[]);
+  const ran: string[] = [];
+  for (const m of migrations) {
+    if (applied.has(m.name)) continue;
+    db.transaction(() => {
+      db.exec(m.sql);
+      db.prepare("INSERT INTO schema_migrations (name, applied) VALUES (?, ?)").run(m.name, Date.now());
+    })();
+    ran.push(m.name);
+  }
+  return ran;
+}
+
+export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Database.Database } {
+  let file = ":memory:";
+  if (options.dataDir !== ":memory:") {
+    mkdirSync(options.dataDir, { recursive: true });
+    file = join(options.dataDir, "blockkit.db");
+  }
+  let db: Database.Database;
+  try {
+    db = new Database(file);
+  } catch (err) {
+    throw unavailable(`cannot open the SQLite store at ${file}: ${(err as Error).message}`, err);
+  }
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = FULL");
+  db.pragma("foreign_keys = ON");
+  db.pragma("busy_timeout = 5000");
+  registerFunctions(db);
+  migrate(db);
+  return {
+    kind: "sqlite",
+    db,
+    users: usersRepo(db),
+    tokens: tokensRepo(db),
+    blocks: blocksRepo(db),
+    devices: devicesRepo(db),
+    events: eventsRepo(db),
+    history: historyRepo(db),
+    commands: commandsRepo(db),
+    callbacks: callbacksRepo(db),
+    async close() {
+      if (db.open) db.close();
+    },
+  };
+}

@@ -1,0 +1,91 @@
+/**
+ * Versioned schema migrations, applied in order, each once, inside a transaction. A migration is
+ * never edited after it has shipped: add a new one. Names are unique and recorded in
+ * `schema_migrations`.
+ */
+export interface Migration {
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: Migration[] = [
+  {
+    name: "001-core",
+    sql: `
+CREATE TABLE users (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  password_hash TEXT,
+  created INTEGER NOT NULL
+);
+CREATE TABLE tokens (
+  hash TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+  node_id TEXT,
+  client_id TEXT,
+  created INTEGER NOT NULL
+);
+CREATE INDEX tokens_user ON tokens(user_id, kind);
+CREATE INDEX tokens_node ON tokens(node_id);
+CREATE TABLE blocks (
+  node_id TEXT PRIMARY KEY,
+  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+  short_name TEXT NOT NULL,
+  date_created INTEGER NOT NULL,
+  last_active INTEGER NOT NULL,
+  token_pending_until INTEGER
+);
+CREATE INDEX blocks_user ON blocks(user_id);
+CREATE TABLE devices (
+  id INTEGER PRIMARY KEY,
+  guid TEXT NOT NULL UNIQUE,
+  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+  node_id TEXT NOT NULL,
+  g TEXT NOT NULL,
+  v INTEGER NOT NULL,
+  d INTEGER NOT NULL,
+  short_name TEXT,
+  is_silent INTEGER NOT NULL DEFAULT 0,
+  meta TEXT NOT NULL DEFAULT '{}',
+  last_da TEXT,
+  last_ts INTEGER,
+  created INTEGER NOT NULL
+);
+CREATE INDEX devices_user ON devices(user_id);
+CREATE INDEX devices_node ON devices(node_id);
+CREATE TABLE readings (
+  device_id INTEGER NOT NULL,
+  ts INTEGER NOT NULL,
+  num REAL,
+  da TEXT NOT NULL
+);
+CREATE INDEX readings_device_ts ON readings(device_id, ts, num);
+CREATE TABLE event_keys (
+  node_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  ts INTEGER NOT NULL,
+  PRIMARY KEY (node_id, key)
+) WITHOUT ROWID;
+CREATE INDEX event_keys_ts ON event_keys(ts);
+CREATE TABLE commands (
+  id INTEGER PRIMARY KEY,
+  node_id TEXT NOT NULL,
+  guid TEXT NOT NULL,
+  g TEXT NOT NULL,
+  v INTEGER NOT NULL,
+  d INTEGER NOT NULL,
+  da TEXT NOT NULL,
+  created INTEGER NOT NULL,
+  expires INTEGER NOT NULL
+);
+CREATE INDEX commands_node ON commands(node_id, id);
+CREATE TABLE callbacks (
+  device_id INTEGER PRIMARY KEY REFERENCES devices(id) ON DELETE CASCADE,
+  url TEXT NOT NULL,
+  secret TEXT NOT NULL,
+  created INTEGER NOT NULL
+);
+`,
+  },
+];

@@ -1,0 +1,180 @@
+/**
+ * The one Store interface. Implementations: `sqlite/` (embedded default). Every method is async so
+ * that a networked implementation (PostgreSQL) fits the same shape.
+ */
+import type { FoldFn, Interval } from "../../protocol/history.js";
+
+export type TokenKind = "user" | "oauth" | "block" | "vblock";
+
+export interface UserRow {
+  id: number;
+  name: string;
+  password_hash: string | null;
+  created: number;
+}
+
+export interface TokenRow {
+  /** sha256 hex of the token; the token itself is never stored. */
+  hash: string;
+  kind: TokenKind;
+  user_id: number;
+  node_id: string | null;
+  client_id: string | null;
+  created: number;
+}
+
+export interface BlockRow {
+  node_id: string;
+  user_id: number;
+  short_name: string;
+  date_created: number;
+  last_active: number;
+  /** Claimed but the token not yet delivered to the block: deliver on activation until this time. */
+  token_pending_until: number | null;
+}
+
+export interface DeviceRow {
+  id: number;
+  guid: string;
+  user_id: number;
+  node_id: string;
+  g: string;
+  v: number;
+  d: number;
+  short_name: string | null;
+  is_silent: number;
+  /** JSON text of the meta object. */
+  meta: string;
+  last_da: string | null;
+  last_ts: number | null;
+  created: number;
+}
+
+/** One block event to commit. */
+export interface IngestEvent {
+  kind: "data" | "heartbeat" | "config";
+  userId: number;
+  node: string;
+  guid: string;
+  G: string;
+  V: number;
+  D: number;
+  /** The value as text; for config events the `type`. */
+  DA: string;
+  /** Numeric value of DA, or null. */
+  num: number | null;
+  ts: number;
+  key?: string | undefined;
+  /** Config events: the whole payload, kept in meta. */
+  payload?: Record<string, unknown>;
+}
+
+export interface IngestResult {
+  deviceId: number;
+  created: boolean;
+  duplicate: boolean;
+}
+
+export interface HistoryQuery {
+  from: number;
+  to: number;
+  interval: Interval | null;
+  fn: FoldFn;
+}
+
+export interface HistoryPoint {
+  t: number;
+  v: number | string;
+}
+
+export interface CommandRow {
+  id: number;
+  node_id: string;
+  guid: string;
+  g: string;
+  v: number;
+  d: number;
+  da: string;
+  created: number;
+  expires: number;
+}
+
+export interface CallbackRow {
+  device_id: number;
+  url: string;
+  secret: string;
+  created: number;
+}
+
+export interface UsersRepo {
+  create(name: string, passwordHash: string | null, now: number): Promise<UserRow>;
+  byName(name: string): Promise<UserRow | null>;
+  byId(id: number): Promise<UserRow | null>;
+  count(): Promise<number>;
+  setPassword(id: number, passwordHash: string): Promise<void>;
+}
+
+export interface TokensRepo {
+  put(row: TokenRow): Promise<void>;
+  find(hash: string): Promise<TokenRow | null>;
+  /** Deletes every token matching all given fields; returns how many. */
+  revoke(match: Partial<Pick<TokenRow, "user_id" | "kind" | "node_id" | "client_id" | "hash">>): Promise<number>;
+  list(match: Partial<Pick<TokenRow, "user_id" | "kind" | "node_id" | "client_id">>): Promise<TokenRow[]>;
+}
+
+export interface BlocksRepo {
+  get(nodeId: string): Promise<BlockRow | null>;
+  list(userId: number): Promise<BlockRow[]>;
+  /** Creates or re-claims the block for the user. */
+  claim(nodeId: string, userId: number, now: number, pendingUntil: number | null): Promise<BlockRow>;
+  setPending(nodeId: string, pendingUntil: number | null): Promise<void>;
+  /** Removes the block with its devices, their history, queued commands and its tokens. */
+  remove(nodeId: string): Promise<void>;
+}
+
+export interface DevicesRepo {
+  list(userId: number): Promise<DeviceRow[]>;
+  byGuid(guid: string): Promise<DeviceRow | null>;
+  setShortName(id: number, name: string): Promise<void>;
+  setMeta(id: number, meta: string): Promise<void>;
+  /** Removes the device and everything stored about it. */
+  remove(id: number): Promise<void>;
+}
+
+export interface EventsRepo {
+  /** Commits a batch in one durable transaction. Results are in the batch's order. */
+  commit(batch: IngestEvent[]): Promise<IngestResult[]>;
+  /** Forgets idempotency keys older than `before` (epoch ms). */
+  pruneKeys(before: number): Promise<number>;
+}
+
+export interface HistoryRepo {
+  count(deviceId: number, from: number, to: number): Promise<number>;
+  query(deviceId: number, q: HistoryQuery): Promise<HistoryPoint[]>;
+}
+
+export interface CommandsRepo {
+  add(row: Omit<CommandRow, "id">): Promise<number>;
+  pending(nodeId: string, now: number): Promise<CommandRow[]>;
+  remove(ids: number[]): Promise<void>;
+  expire(now: number): Promise<number>;
+}
+
+export interface CallbacksRepo {
+  get(deviceId: number): Promise<CallbackRow | null>;
+  set(row: CallbackRow): Promise<void>;
+  remove(deviceId: number): Promise<boolean>;
+}
+
+export interface Store {
+  readonly kind: "sqlite" | "postgres";
+  users: UsersRepo;
+  tokens: TokensRepo;
+  blocks: BlocksRepo;
+  devices: DevicesRepo;
+  events: EventsRepo;
+  history: HistoryRepo;
+  commands: CommandsRepo;
+  callbacks: CallbacksRepo;
+  close(): Promise<void>;
+}
