@@ -8,6 +8,7 @@ import { blockRoutes } from "./blocks.js";
 import { callbackRoutes } from "./callbacks.js";
 import { deviceRoutes } from "./devices.js";
 import { installErrorHandling } from "./errors.js";
+import { serviceDeviceRoutes } from "./service-devices.js";
 
 export const REST_PREFIX = "/rest/v0";
 export const JSON_BODY_LIMIT = 64 * 1024;
@@ -52,6 +53,7 @@ export function buildApiApp(s: Services): FastifyInstance {
   const app = baseFastify(s.log.child({ module: "srv:http" }), JSON_BODY_LIMIT);
   installAuth(app, s);
   app.get("/healthz", async () => ({ ok: true }));
+  serviceDeviceRoutes(app, s);
   void app.register(
     async (api) => {
       deviceRoutes(api, s);

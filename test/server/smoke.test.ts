@@ -21,3 +21,24 @@ describe("server smoke", () => {
     expect(body.data[`${node}_0_0_9`]?.last_data.DA).toBe(21.5);
   });
 });
+
+describe("service devices", () => {
+  let t: TestServer;
+  beforeEach(async () => {
+    t = await startTestServer();
+  });
+  afterEach(async () => {
+    await t.close();
+  });
+
+  it("GET /auth/webhook adds the Webhooks device once", async () => {
+    const first = await t.server.api.inject({ method: "GET", url: `/auth/webhook?user_access_token=${t.token}` });
+    expect(first.statusCode).toBe(200);
+    const guid = (first.json() as { data: { guid: string } }).data.guid;
+    expect(guid).toMatch(/^SVC\d{9}_0_0_108$/);
+    const again = await t.server.api.inject({ method: "GET", url: `/auth/webhook?user_access_token=${t.token}` });
+    expect((again.json() as { data: { guid: string } }).data.guid).toBe(guid);
+    const dev = await t.api({ method: "GET", url: `/device/${guid}?user_access_token=${t.token}` });
+    expect((dev.json() as { data: { device_type: string } }).data.device_type).toBe("webhook");
+  });
+});
