@@ -52,7 +52,7 @@ function baseFastify(log: Logger, bodyLimit: number): FastifyInstance {
 export function buildApiApp(s: Services): FastifyInstance {
   const app = baseFastify(s.log.child({ module: "srv:http" }), JSON_BODY_LIMIT);
   installAuth(app, s);
-  app.get("/healthz", async () => ({ ok: true }));
+  app.get("/healthz", async () => ({ ok: true, heldPolls: s.commands.heldPolls, ingestQueue: s.ingest.depth }));
   serviceDeviceRoutes(app, s);
   void app.register(
     async (api) => {
