@@ -45,6 +45,18 @@ function baseFastify(log: Logger, bodyLimit: number): FastifyInstance {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
   installErrorHandling(app);
+  // Node's server.close() ends only the keep-alive connections idle at that moment. A response
+  // finished later (a held poll answered at shutdown) would leave its connection open, and close()
+  // waiting, for the whole keep-alive timeout (72 s): end such a connection once it is written.
+  let closing = false;
+  app.addHook("preClose", (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook("onResponse", (request, _reply, done) => {
+    if (closing) request.raw.socket?.end();
+    done();
+  });
   return app;
 }
 
