@@ -1,6 +1,7 @@
 /** Builds the two fastify instances: the API (REST under /rest/v0, auth pages at the root) and the stream listener. */
-import Fastify, { type FastifyInstance, LogController } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply, LogController } from "fastify";
 import type { Logger } from "pino";
+import { fail } from "../../protocol/envelope.js";
 import type { Services } from "../services/index.js";
 import { installAuth } from "./auth.js";
 import { blockEventRoutes } from "./block-events.js";
@@ -32,6 +33,14 @@ function baseFastify(log: Logger, bodyLimit: number): FastifyInstance {
     return503OnClosing: true,
     forceCloseConnections: "idle",
     ajv: { customOptions: { coerceTypes: "array", removeAdditional: false, allErrors: false } },
+    // Errors raised before routing (a path segment over maxParamLength, bad percent-encoding):
+    // fastify answers them with its own JSON shape unless they pass through here.
+    frameworkErrors: (err, _request, reply) => {
+      const tooLong = err.code === "FST_ERR_MAX_PARAM_LENGTH";
+      void (reply as unknown as FastifyReply)
+        .code(tooLong ? 414 : 400)
+        .send(fail(tooLong ? "a path segment is longer than 256 characters" : "the path is not a valid URL (bad percent-encoding)"));
+    },
   }) as unknown as FastifyInstance;
   const jsonParser = app.getDefaultJsonParser("error", "error");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
