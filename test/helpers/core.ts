@@ -60,3 +60,10 @@ export function expectRefused(a: Answer, status: number, ...mentions: (string | 
   expect(body).toEqual({ result: 0, error: expect.any(String), id: 0 });
   for (const m of mentions) expect(body.error).toMatch(m);
 }
+
+let nodeSeq = 0;
+/** A fresh node id (12+ alphanumerics) per call, so that tests can share one server. */
+export function freshNode(prefix: string): string {
+  nodeSeq += 1;
+  return `${prefix}${String(nodeSeq).padStart(Math.max(4, 13 - prefix.length), "0")}`;
+}

@@ -1,20 +1,25 @@
 /** Block events: heartbeat (array), data, config; device creation; last_data; last_active; TIMESTAMP; KEY. */
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { OK, asBlock, asUser, expectRefused } from "../helpers/core.js";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { OK, asBlock, asUser, expectRefused, freshNode } from "../helpers/core.js";
 import { type TestServer, startTestServer } from "../helpers/server.js";
 
-const NODE = "EVENTS0000001";
 type Dev = { guid?: string; device_type: string; default_name: string; shortName: string; is_sensor: number; is_actuator: number; has_time_series: number; meta: Record<string, unknown>; last_data: { DA: unknown; timestamp: number | null } };
 
 describe("block events", () => {
   let t: TestServer;
   let bt: string;
-  beforeEach(async () => {
+  let NODE: string;
+  beforeAll(async () => {
     t = await startTestServer();
+  });
+  beforeEach(async () => {
+    NODE = freshNode("EVENTS");
     bt = await t.activate(NODE);
   });
-  afterEach(async () => {
+  afterEach(() => {
     vi.useRealTimers();
+  });
+  afterAll(async () => {
     await t.close();
   });
 
@@ -30,7 +35,8 @@ describe("block events", () => {
       { G: "0", V: 7, D: 9, DA: "x" },
     ]);
     expect(res.body).toEqual(OK);
-    const list = (await asUser<{ data: Record<string, Dev> }>(t, "GET", "/devices")).body.data;
+    const all = (await asUser<{ data: Record<string, Dev> }>(t, "GET", "/devices")).body.data;
+    const list = Object.fromEntries(Object.entries(all).filter(([guid]) => guid.startsWith(`${NODE}_`)));
     expect(Object.keys(list).sort()).toEqual([`${NODE}_0201_0_30`, `${NODE}_0_0_9`, `${NODE}_0_7_9`, `${NODE}_2_0_1000`].sort());
     expect(list[`${NODE}_0_0_9`]).toMatchObject({ device_type: "temperature", default_name: "Temperature", shortName: "Temperature", is_sensor: 1, is_actuator: 0, has_time_series: 1, last_data: { DA: 21.5 } });
     expect(list[`${NODE}_0201_0_30`]).toMatchObject({ device_type: "humidity", default_name: "RF Humidity", gid: "0201", last_data: { DA: 55 } });
@@ -116,7 +122,7 @@ describe("block events", () => {
     ]);
     expect((await history(guid)).map((p) => p.v)).toEqual([1, 2]);
     // Keys belong to a node: another node may use the same key.
-    const other = "EVENTS0000002";
+    const other = freshNode("EVENTS");
     const bt2 = await t.activate(other);
     await asBlock(t, other, bt2, "data", { G: "0", V: 0, D: 9, DA: "7", KEY: "k-1" });
     expect((await history(`${other}_0_0_9`)).map((p) => p.v)).toEqual([7]);
