@@ -1,6 +1,7 @@
 /** Builds the two fastify instances: the API (REST under /rest/v0, auth pages at the root) and the stream listener. */
-import Fastify, { type FastifyInstance, LogController } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply, LogController } from "fastify";
 import type { Logger } from "pino";
+import { fail } from "../../protocol/envelope.js";
 import type { Services } from "../services/index.js";
 import { installAuth } from "./auth.js";
 import { blockEventRoutes } from "./block-events.js";
@@ -32,6 +33,14 @@ function baseFastify(log: Logger, bodyLimit: number): FastifyInstance {
     return503OnClosing: true,
     forceCloseConnections: "idle",
     ajv: { customOptions: { coerceTypes: "array", removeAdditional: false, allErrors: false } },
+    // Errors raised before routing (a path segment over maxParamLength, bad percent-encoding):
+    // fastify answers them with its own JSON shape unless they pass through here.
+    frameworkErrors: (err, _request, reply) => {
+      const tooLong = err.code === "FST_ERR_MAX_PARAM_LENGTH";
+      void (reply as unknown as FastifyReply)
+        .code(tooLong ? 414 : 400)
+        .send(fail(tooLong ? "a path segment is longer than 256 characters" : "the path is not a valid URL (bad percent-encoding)"));
+    },
   }) as unknown as FastifyInstance;
   const jsonParser = app.getDefaultJsonParser("error", "error");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
@@ -45,6 +54,18 @@ function baseFastify(log: Logger, bodyLimit: number): FastifyInstance {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
   installErrorHandling(app);
+  // Node's server.close() ends only the keep-alive connections idle at that moment. A response
+  // finished later (a held poll answered at shutdown) would leave its connection open, and close()
+  // waiting, for the whole keep-alive timeout (72 s): end such a connection once it is written.
+  let closing = false;
+  app.addHook("preClose", (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook("onResponse", (request, _reply, done) => {
+    if (closing) request.raw.socket?.end();
+    done();
+  });
   return app;
 }
 
