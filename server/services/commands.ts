@@ -27,7 +27,9 @@ class Waiter {
 
   constructor(
     readonly nodeId: string,
+    /** performance.now() at which the hold ends: holds run on real elapsed time, TTLs on the clock. */
     readonly deadline: number,
+    readonly holdMs: number,
     readonly resolve: (rows: CommandRow[]) => void,
   ) {}
 }
@@ -110,11 +112,11 @@ export class CommandHub {
    * arrives or the hold ends (with none). `onAbort` registers a hook for a client that went away.
    * A newer poll for the same node answers the older one with none.
    */
-  poll(nodeId: string, onAbort: (cancel: () => void) => void): Promise<CommandRow[]> {
+  poll(nodeId: string, onAbort: (cancel: () => void) => void, holdMs = this.options.holdMs): Promise<CommandRow[]> {
     const older = this.waiters.get(nodeId);
     if (older) this.finish(older, []);
     return new Promise<CommandRow[]>((resolve) => {
-      const w = new Waiter(nodeId, this.clock() + this.options.holdMs, resolve);
+      const w = new Waiter(nodeId, performance.now() + holdMs, holdMs, resolve);
       this.waiters.set(nodeId, w);
       onAbort(() => this.finish(w, []));
       this.check(w);
@@ -127,7 +129,7 @@ export class CommandHub {
     this.store.commands.pending(w.nodeId, this.clock()).then(
       (rows) => {
         w.checking = false;
-        if (rows.length > 0 || this.stopped || this.options.holdMs === 0) this.finish(w, rows);
+        if (rows.length > 0 || this.stopped || w.holdMs === 0) this.finish(w, rows);
       },
       (err: unknown) => {
         w.checking = false;
@@ -146,11 +148,8 @@ export class CommandHub {
   }
 
   private endHolds(): void {
-    const now = this.clock();
-    for (const w of this.waiters.values()) {
-      if (w.deadline > now) break;
-      this.finish(w, []);
-    }
+    const now = performance.now();
+    for (const w of this.waiters.values()) if (w.deadline <= now) this.finish(w, []);
   }
 
   /** Called once the response carrying these commands was written. */

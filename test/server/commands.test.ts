@@ -94,12 +94,12 @@ describe("commands", () => {
     await setup({ pollHoldSeconds: 0.1 });
     await put(RELAY, "1");
     const hub = t.server.services.commands;
-    const rows = await hub.poll(NODE, 0, () => {});
+    const rows = await hub.poll(NODE, () => {}, 0);
     expect(rows.map((r) => r.da)).toEqual(["1"]);
     // No response was written for these rows: they are still there.
-    expect((await hub.poll(NODE, 0, () => {})).map((r) => r.da)).toEqual(["1"]);
+    expect((await hub.poll(NODE, () => {}, 0)).map((r) => r.da)).toEqual(["1"]);
     await hub.delivered(rows);
-    expect(await hub.poll(NODE, 0, () => {})).toEqual([]);
+    expect(await hub.poll(NODE, () => {}, 0)).toEqual([]);
   });
 
   it("a client that gives up a held poll does not take the next command with it (real socket)", async () => {
