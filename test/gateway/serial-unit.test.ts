@@ -1,5 +1,4 @@
 /** Serial frame codec, the one-in-flight command queue (fake timers) and the link on the mock binding. */
-import type { MockPortBinding } from "@serialport/binding-mock";
 import type { SerialPortStream } from "@serialport/stream";
 import { SerialPortMock } from "serialport";
 
@@ -13,6 +12,12 @@ import { waitFor } from "./helpers.js";
 
 // The binding SerialPortMock uses (the ESM and CJS builds of binding-mock are separate instances).
 const MockBinding = SerialPortMock.binding;
+/** The mock port behind an open SerialPortMock (the parts used here). */
+interface MockPortBinding {
+  emitData(data: Buffer): void;
+  recording: Buffer;
+  openOptions: { path: string };
+}
 
 describe("serial frames", () => {
   it("decodes every frame kind, with G as a number and DA kept as text", () => {
