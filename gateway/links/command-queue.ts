@@ -63,6 +63,14 @@ export class CommandQueue {
     return true;
   }
 
+  /** The firmware answered the command in flight with an ERROR; true when one was in flight. */
+  fail(reason: string): boolean {
+    if (!this.inFlight) return false;
+    this.stats.failed++;
+    this.finish(new Error(reason));
+    return true;
+  }
+
   get pending(): number {
     return this.items.length + (this.inFlight ? 1 : 0);
   }

@@ -4,6 +4,7 @@
  * list each time it is opened, so a node plugged into another USB socket is found again.
  */
 import type { SerialPortStream } from "@serialport/stream";
+import { realpath, stat } from "node:fs/promises";
 import { SerialPort } from "serialport";
 
 /** A listed port (the fields of @serialport/bindings-interface PortInfo this link uses). */
@@ -24,11 +25,26 @@ export interface UsbMatch {
 export interface SerialBinding {
   list(): Promise<PortInfo[]>;
   create(path: string, baudRate: number): SerialPortStream;
+  /**
+   * What `path` is right now (null when gone). While a port is open the link compares this with its
+   * value at open time: a pty whose peer died or a USB adapter pulled out does not always wake a
+   * pending read, but its device node changes or disappears.
+   */
+  identify(path: string): Promise<string | null>;
 }
 
 export const nativeBinding: SerialBinding = {
   list: () => SerialPort.list(),
   create: (path, baudRate) => new SerialPort({ path, baudRate, autoOpen: false }) as unknown as SerialPortStream,
+  identify: async (path) => {
+    try {
+      const real = await realpath(path);
+      const st = await stat(real);
+      return `${real}:${st.dev}:${st.ino}:${st.rdev}`;
+    } catch {
+      return null;
+    }
+  },
 };
 
 const lower = (s: string | undefined): string | undefined => s?.toLowerCase();

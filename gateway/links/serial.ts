@@ -39,8 +39,22 @@ export interface SerialLinkOptions {
   ackTimeoutMs?: number;
   /** Reopen backoff. Default 500 ms to 30 s, reset after 30 s open. */
   reopen?: BackoffOptions;
+  /** How often an open port's device node is checked, ms. Default 1 000. */
+  checkEveryMs?: number;
   /** Link name (commands are routed by it). Default `serial`. */
   name?: string;
+}
+
+export interface SerialCounters extends Record<string, number> {
+  framesIn: number;
+  readings: number;
+  garbage: number;
+  firmwareErrors: number;
+  opens: number;
+  disconnects: number;
+  commandsSent: number;
+  commandsAcked: number;
+  ackTimeouts: number;
 }
 
 export class SerialLink implements Link, CommandTarget {
@@ -95,7 +109,7 @@ export class SerialLink implements Link, CommandTarget {
     return this.queue.send(cmd);
   }
 
-  counters(): Record<string, number> {
+  counters(): SerialCounters {
     return { ...this.stats, commandsSent: this.queue.stats.sent, commandsAcked: this.queue.stats.acked, ackTimeouts: this.queue.stats.timeouts };
   }
 
@@ -104,8 +118,11 @@ export class SerialLink implements Link, CommandTarget {
     while (!this.stopped) {
       this.setState("opening");
       let port: SerialPortStream;
+      let path: string;
+      let identity: string | null;
       try {
-        const path = await resolvePort(this.binding, this.o);
+        path = await resolvePort(this.binding, this.o);
+        identity = await this.binding.identify(path);
         port = this.binding.create(path, this.o.baudRate ?? 9600);
         await openPort(port);
       } catch (err) {
@@ -121,7 +138,7 @@ export class SerialLink implements Link, CommandTarget {
       warned = false;
       this.stats.opens++;
       this.backoff.succeed();
-      await this.serve(port);
+      await this.serve(port, path, identity);
       if (this.stopped) break;
       this.stats.disconnects++;
       const delay = this.backoff.fail();
@@ -131,14 +148,25 @@ export class SerialLink implements Link, CommandTarget {
   }
 
   /** Runs one open port until it closes. */
-  private serve(port: SerialPortStream): Promise<void> {
+  private serve(port: SerialPortStream, path: string, identity: string | null): Promise<void> {
     this.port = port;
     const splitter = new LineSplitter();
     return new Promise<void>((resolve) => {
+      const watch = setInterval(() => {
+        this.binding.identify(path).then(
+          (now) => {
+            if (now === identity || !port.isOpen) return;
+            this.log.warn({ path }, "serial device node gone or replaced: closing the port");
+            port.destroy();
+          },
+          () => undefined,
+        );
+      }, this.o.checkEveryMs ?? 1_000);
       port.setEncoding("utf8");
       port.on("data", (chunk: string) => splitter.push(chunk, (l) => this.onLine(l), (r) => this.onGarbage(r, "")));
       port.on("error", (err: Error) => this.log.warn({ err: err.message }, "serial port error"));
       port.once("close", () => {
+        clearInterval(watch);
         this.port = null;
         this.queue.setReady(false);
         this.setState("down");
@@ -200,6 +228,9 @@ export class SerialLink implements Link, CommandTarget {
       this.stats.firmwareErrors++;
       this.log.warn({ code, meaning: serialErrorMeaning(code) }, `firmware ERROR ${code}: ${serialErrorMeaning(code)}`);
     }
+    // The firmware answers a command with ACK or ERROR: an ERROR ends the command in flight.
+    const first = codes[0];
+    if (first !== undefined) this.queue.fail(`firmware ERROR ${first}: ${serialErrorMeaning(first)}`);
   }
 
   private onGarbage(reason: string, line: string): void {

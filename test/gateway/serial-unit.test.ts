@@ -121,6 +121,7 @@ describe("SerialLink on the mock binding", () => {
     let last: SerialPortStream | null = null;
     const binding: SerialBinding = {
       list: () => SerialPortMock.list(),
+      identify: async (path) => ((await SerialPortMock.list()).some((p) => p.path === path) ? path : null),
       create: (path, baudRate) => {
         last = new SerialPortMock({ path, baudRate, autoOpen: false }) as unknown as SerialPortStream;
         return last;
