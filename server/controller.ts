@@ -12,6 +12,7 @@ import type { Bus } from "./bus/types.js";
 import { REST_PREFIX, buildApiApp, buildStreamApp } from "./http/app.js";
 import { Activation } from "./services/activation.js";
 import { AuthService } from "./services/auth.js";
+import { Automation } from "./services/automation/index.js";
 import { CommandHub } from "./services/commands.js";
 import { DeviceService } from "./services/devices.js";
 import { HistoryService } from "./services/history.js";
@@ -92,7 +93,7 @@ export class BlockkitServer {
       { holdMs, ttlMs: (o.commandTtlSeconds ?? 60) * 1000 },
       clock,
     );
-    this.services = {
+    const core = {
       settings: { pollHoldMs: holdMs, baseUrl: "", authUrl: "", streamUrl: "" },
       log,
       clock,
@@ -106,12 +107,14 @@ export class BlockkitServer {
       devices: new DeviceService(store, commands),
       history: new HistoryService(store, clock),
     };
+    this.services = { ...core, automation: new Automation(core, { smsUrl: o.smsUrl }) };
     this.api = buildApiApp(this.services);
     this.stream = buildStreamApp(this.services);
     await Promise.all([this.api.ready(), this.stream.ready()]);
     rateLimiter.start();
     this.services.ingest.start();
     commands.start();
+    await this.services.automation.start();
     return this.ensureFirstUser();
   }
 
@@ -143,6 +146,7 @@ export class BlockkitServer {
     // Answer held polls first so that closing the listeners does not wait for their holds.
     s.commands.stop();
     s.activation.stop();
+    await s.automation.stop();
     await Promise.all([this.api.close(), this.stream.close()]);
     await s.ingest.stop();
     s.rateLimiter.stop();

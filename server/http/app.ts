@@ -9,6 +9,7 @@ import { callbackRoutes } from "./callbacks.js";
 import { deviceRoutes } from "./devices.js";
 import { installErrorHandling } from "./errors.js";
 import { serviceDeviceRoutes } from "./service-devices.js";
+import { subDeviceRoutes } from "./subdevices.js";
 
 export const REST_PREFIX = "/rest/v0";
 export const JSON_BODY_LIMIT = 64 * 1024;
@@ -60,6 +61,7 @@ export function buildApiApp(s: Services): FastifyInstance {
       callbackRoutes(api, s);
       blockRoutes(api, s);
       blockEventRoutes(api, s);
+      subDeviceRoutes(api, s);
     },
     { prefix: REST_PREFIX },
   );

@@ -8,6 +8,7 @@ import Database from "better-sqlite3";
 import { unavailable } from "../../errors.js";
 import type { Store } from "../types.js";
 import { blocksRepo, tokensRepo, usersRepo } from "./accounts.js";
+import { rulesRepo, snapshotsRepo, subDevicesRepo } from "./automation.js";
 import { callbacksRepo, commandsRepo, devicesRepo, eventsRepo } from "./devices.js";
 import { historyRepo, registerFunctions } from "./history.js";
 import { MIGRATIONS, type Migration } from "./migrations.js";
@@ -61,6 +62,9 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
     history: historyRepo(db),
     commands: commandsRepo(db),
     callbacks: callbacksRepo(db),
+    subdevices: subDevicesRepo(db),
+    rules: rulesRepo(db),
+    snapshots: snapshotsRepo(db),
     async close() {
       if (db.open) db.close();
     },
