@@ -12,7 +12,7 @@ import type { Bus } from "./bus/types.js";
 import { REST_PREFIX, buildApiApp, buildStreamApp } from "./http/app.js";
 import { Activation } from "./services/activation.js";
 import { AuthService } from "./services/auth.js";
-import { Automation } from "./services/automation/index.js";
+import { Automation, type AutomationOptions } from "./services/automation/index.js";
 import { CommandHub } from "./services/commands.js";
 import { DeviceService } from "./services/devices.js";
 import { HistoryService } from "./services/history.js";
@@ -44,6 +44,8 @@ export interface ServerOptions {
   commandTtlSeconds?: number;
   /** Per-credential rate limit, requests per second (0 = off). Default 1000, burst twice that. */
   rateLimitPerSecond?: number;
+  /** Tuning of sub-devices, callbacks, rules and the camera (timeouts, retries); defaults suit production. */
+  automation?: AutomationOptions;
   logger?: Logger;
   logLevel?: string;
   clock?: () => number;
@@ -107,7 +109,7 @@ export class BlockkitServer {
       devices: new DeviceService(store, commands),
       history: new HistoryService(store, clock),
     };
-    this.services = { ...core, automation: new Automation(core, { smsUrl: o.smsUrl }) };
+    this.services = { ...core, automation: new Automation(core, { smsUrl: o.smsUrl, smtpUrl: o.smtpUrl, ...o.automation }) };
     this.api = buildApiApp(this.services);
     this.stream = buildStreamApp(this.services);
     await Promise.all([this.api.ready(), this.stream.ready()]);

@@ -12,8 +12,13 @@ export interface Received {
 export interface Receiver {
   url: string;
   received: Received[];
-  /** The status answered to the next requests (default 200). */
+  /** The status answered to the requests (default 200), after those of `statuses`. */
   status: number;
+  /** Statuses answered first, one per request. */
+  statuses: number[];
+  /** While true, requests are recorded but not answered until release(). */
+  hold: boolean;
+  release(): void;
   /** Resolves with the n-th request (1-based) once it arrived; rejects after `ms`. */
   nth(n: number, ms?: number): Promise<Received>;
   close(): Promise<void>;
@@ -21,11 +26,18 @@ export interface Receiver {
 
 /** A real HTTP server on loopback that records every request. */
 export async function startReceiver(): Promise<Receiver> {
-  const waiters: (() => void)[] = [];
+  let waiters: (() => boolean)[] = [];
+  const held: (() => void)[] = [];
   const r: Receiver = {
     url: "",
     received: [],
     status: 200,
+    statuses: [],
+    hold: false,
+    release() {
+      r.hold = false;
+      for (const f of held.splice(0)) f();
+    },
     nth(n, ms = 5000) {
       return new Promise((resolve, reject) => {
         const check = (): boolean => {
@@ -36,7 +48,7 @@ export async function startReceiver(): Promise<Receiver> {
           return true;
         };
         const timer = setTimeout(() => reject(new Error(`request ${n} did not arrive within ${ms} ms (got ${r.received.length})`)), ms);
-        if (!check()) waiters.push(() => void check());
+        if (!check()) waiters.push(check);
       });
     },
     close: () => new Promise((resolve) => server.close(() => resolve())),
@@ -46,8 +58,11 @@ export async function startReceiver(): Promise<Receiver> {
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       r.received.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks) });
-      res.writeHead(r.status, { "content-type": "application/json" }).end("{}");
-      for (const w of waiters.splice(0)) w();
+      const status = r.statuses.shift() ?? r.status;
+      const answer = (): void => void res.writeHead(status, { "content-type": "application/json" }).end("{}");
+      if (r.hold) held.push(answer);
+      else answer();
+      waiters = waiters.filter((w) => !w());
     });
   });
   server.keepAliveTimeout = 1000;
