@@ -5,6 +5,7 @@
  * the store.
  */
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import pino, { type Logger } from "pino";
 import { LocalBus } from "./bus/local.js";
@@ -109,7 +110,15 @@ export class BlockkitServer {
       devices: new DeviceService(store, commands),
       history: new HistoryService(store, clock),
     };
-    this.services = { ...core, automation: new Automation(core, { smsUrl: o.smsUrl, smtpUrl: o.smtpUrl, ...o.automation }) };
+    this.services = {
+      ...core,
+      automation: new Automation(core, {
+        smsUrl: o.smsUrl,
+        smtpUrl: o.smtpUrl,
+        filesDir: join(o.dataDir ?? "./data", "files"),
+        ...o.automation,
+      }),
+    };
     this.api = buildApiApp(this.services);
     this.stream = buildStreamApp(this.services);
     await Promise.all([this.api.ready(), this.stream.ready()]);

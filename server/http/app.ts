@@ -10,6 +10,9 @@ import { deviceRoutes } from "./devices.js";
 import { installErrorHandling } from "./errors.js";
 import { serviceDeviceRoutes } from "./service-devices.js";
 import { subDeviceRoutes } from "./subdevices.js";
+import { ruleRoutes } from "./rules.js";
+import { fileHostAuthRoutes, fileHostRoutes } from "./filehost.js";
+import { cameraRoutes } from "./camera.js";
 
 export const REST_PREFIX = "/rest/v0";
 export const JSON_BODY_LIMIT = 64 * 1024;
@@ -55,6 +58,7 @@ export function buildApiApp(s: Services): FastifyInstance {
   installAuth(app, s);
   app.get("/healthz", async () => ({ ok: true }));
   serviceDeviceRoutes(app, s);
+  fileHostAuthRoutes(app, s);
   void app.register(
     async (api) => {
       deviceRoutes(api, s);
@@ -62,6 +66,8 @@ export function buildApiApp(s: Services): FastifyInstance {
       blockRoutes(api, s);
       blockEventRoutes(api, s);
       subDeviceRoutes(api, s);
+      ruleRoutes(api, s);
+      fileHostRoutes(api, s);
     },
     { prefix: REST_PREFIX },
   );
@@ -73,5 +79,6 @@ export function buildStreamApp(s: Services): FastifyInstance {
   const app = baseFastify(s.log.child({ module: "srv:stream" }), SNAPSHOT_BODY_LIMIT);
   installAuth(app, s);
   app.get("/healthz", async () => ({ ok: true }));
+  cameraRoutes(app, s);
   return app;
 }
