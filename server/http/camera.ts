@@ -51,6 +51,11 @@ export function cameraRoutes(app: FastifyInstance, s: Services): void {
         const { guid } = request.params as { guid: string };
         request.camera = await camera.authorizeUpload(guid, typeof header === "string" ? header : undefined);
         s.rateLimiter.take(`camera:${request.camera.id}`);
+        const type = (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
+        if (type !== "image/jpeg") {
+          // The error handler keeps a 4xx status of errors outside the catalogue.
+          throw Object.assign(new Error(`a snapshot upload must have Content-Type image/jpeg, not "${type ?? ""}"`), { statusCode: 415 });
+        }
       },
     },
     async (request) => {
