@@ -10,6 +10,10 @@ import { callbackRoutes } from "./callbacks.js";
 import { deviceRoutes } from "./devices.js";
 import { installErrorHandling } from "./errors.js";
 import { serviceDeviceRoutes } from "./service-devices.js";
+import { subDeviceRoutes } from "./subdevices.js";
+import { ruleRoutes } from "./rules.js";
+import { fileHostAuthRoutes, fileHostRoutes } from "./filehost.js";
+import { cameraRoutes } from "./camera.js";
 
 export const REST_PREFIX = "/rest/v0";
 export const JSON_BODY_LIMIT = 64 * 1024;
@@ -75,12 +79,16 @@ export function buildApiApp(s: Services): FastifyInstance {
   installAuth(app, s);
   app.get("/healthz", async () => ({ ok: true, heldPolls: s.commands.heldPolls, ingestQueue: s.ingest.depth }));
   serviceDeviceRoutes(app, s);
+  fileHostAuthRoutes(app, s);
   void app.register(
     async (api) => {
       deviceRoutes(api, s);
       callbackRoutes(api, s);
       blockRoutes(api, s);
       blockEventRoutes(api, s);
+      subDeviceRoutes(api, s);
+      ruleRoutes(api, s);
+      fileHostRoutes(api, s);
     },
     { prefix: REST_PREFIX },
   );
@@ -92,5 +100,6 @@ export function buildStreamApp(s: Services): FastifyInstance {
   const app = baseFastify(s.log.child({ module: "srv:stream" }), SNAPSHOT_BODY_LIMIT);
   installAuth(app, s);
   app.get("/healthz", async () => ({ ok: true }));
+  cameraRoutes(app, s);
   return app;
 }

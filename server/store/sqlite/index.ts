@@ -8,6 +8,7 @@ import Database from "better-sqlite3";
 import { unavailable } from "../../errors.js";
 import type { Store } from "../types.js";
 import { blocksRepo, tokensRepo, usersRepo } from "./accounts.js";
+import { rulesRepo, snapshotsRepo, subDevicesRepo } from "./automation.js";
 import { StoreCache } from "./cache.js";
 import { callbacksRepo, commandsRepo, devicesRepo, eventsRepo } from "./devices.js";
 import { historyRepo, registerFunctions } from "./history.js";
@@ -63,6 +64,9 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
     history: historyRepo(db),
     commands: commandsRepo(db),
     callbacks: callbacksRepo(db),
+    subdevices: subDevicesRepo(db),
+    rules: rulesRepo(db),
+    snapshots: snapshotsRepo(db),
     async close() {
       if (db.open) db.close();
     },
