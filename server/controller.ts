@@ -10,6 +10,7 @@ import pino, { type Logger } from "pino";
 import { LocalBus } from "./bus/local.js";
 import type { Bus } from "./bus/types.js";
 import { REST_PREFIX, buildApiApp, buildStreamApp } from "./http/app.js";
+import { Accounts, type LoginLimitOptions } from "./services/accounts/index.js";
 import { Activation } from "./services/activation.js";
 import { AuthService } from "./services/auth.js";
 import { CommandHub } from "./services/commands.js";
@@ -43,6 +44,8 @@ export interface ServerOptions {
   commandTtlSeconds?: number;
   /** Per-credential rate limit, requests per second (0 = off). Default 1000, burst twice that. */
   rateLimitPerSecond?: number;
+  /** Login attempts per client address and per user name. Default 10 at once, one more every 30 s. */
+  loginLimit?: LoginLimitOptions;
   logger?: Logger;
   logLevel?: string;
   clock?: () => number;
@@ -105,7 +108,9 @@ export class BlockkitServer {
       activation: new Activation(store, bus, auth, log.child({ module: "srv:activation" }), { holdMs, awaitMs: 60_000 }, clock),
       devices: new DeviceService(store, commands),
       history: new HistoryService(store, clock),
+      accounts: new Accounts(store, auth, log.child({ module: "srv:accounts" }), clock, o.loginLimit),
     };
+    await this.services.accounts.start();
     this.api = buildApiApp(this.services);
     this.stream = buildStreamApp(this.services);
     await Promise.all([this.api.ready(), this.stream.ready()]);
@@ -146,6 +151,7 @@ export class BlockkitServer {
     await Promise.all([this.api.close(), this.stream.close()]);
     await s.ingest.stop();
     s.rateLimiter.stop();
+    s.accounts.stop();
     await s.bus.close();
     await s.store.close();
   }

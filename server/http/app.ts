@@ -8,6 +8,7 @@ import { blockRoutes } from "./blocks.js";
 import { callbackRoutes } from "./callbacks.js";
 import { deviceRoutes } from "./devices.js";
 import { installErrorHandling } from "./errors.js";
+import { pageRoutes } from "./pages/index.js";
 import { serviceDeviceRoutes } from "./service-devices.js";
 
 export const REST_PREFIX = "/rest/v0";
@@ -54,6 +55,7 @@ export function buildApiApp(s: Services): FastifyInstance {
   installAuth(app, s);
   app.get("/healthz", async () => ({ ok: true }));
   serviceDeviceRoutes(app, s);
+  pageRoutes(app, s);
   void app.register(
     async (api) => {
       deviceRoutes(api, s);

@@ -2,6 +2,7 @@
 import type { Logger } from "pino";
 import type { Bus } from "../bus/types.js";
 import type { Store } from "../store/types.js";
+import type { Accounts } from "./accounts/index.js";
 import type { Activation } from "./activation.js";
 import type { AuthService } from "./auth.js";
 import type { CommandHub } from "./commands.js";
@@ -32,4 +33,6 @@ export interface Services {
   activation: Activation;
   devices: DeviceService;
   history: HistoryService;
+  /** Sessions, login, CSRF key and OAuth (the settings pages). */
+  accounts: Accounts;
 }
