@@ -91,8 +91,8 @@ export class PageClient {
   }
 
   /** Posts the form found on `page` with its hidden fields, plus `extra` (typed inputs, a button). */
-  submit(page: LightMyRequestResponse, action: string, extra: Record<string, string> = {}, match: Record<string, string> = {}) {
-    const f = findForm(page.body, action, match);
+  submit(page: LightMyRequestResponse | string, action: string, extra: Record<string, string> = {}, match: Record<string, string> = {}) {
+    const f = findForm(typeof page === "string" ? page : page.body, action, match);
     return this.post(action, { ...f.fields, ...extra });
   }
 
