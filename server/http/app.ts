@@ -8,6 +8,7 @@ import { blockRoutes } from "./blocks.js";
 import { callbackRoutes } from "./callbacks.js";
 import { deviceRoutes } from "./devices.js";
 import { installErrorHandling } from "./errors.js";
+import { accessTokenRoutes } from "./oauth.js";
 import { pageRoutes } from "./pages/index.js";
 import { serviceDeviceRoutes } from "./service-devices.js";
 
@@ -56,6 +57,7 @@ export function buildApiApp(s: Services): FastifyInstance {
   app.get("/healthz", async () => ({ ok: true }));
   serviceDeviceRoutes(app, s);
   pageRoutes(app, s);
+  accessTokenRoutes(app, s);
   void app.register(
     async (api) => {
       deviceRoutes(api, s);

@@ -6,6 +6,7 @@
 import type { FastifyError, FastifyInstance } from "fastify";
 import { ServiceError } from "../../errors.js";
 import type { Services } from "../../services/index.js";
+import { authorizeRoutes } from "../oauth.js";
 import { assetRoutes } from "./assets.js";
 import { frame, html, securityHeaders, sendHtml } from "./layout.js";
 import { loginRoutes } from "./login.js";
@@ -44,5 +45,6 @@ export function pageRoutes(app: FastifyInstance, s: Services): void {
     loginRoutes(pages, s);
     settingsRoutes(pages, s);
     settingsActionRoutes(pages, s);
+    authorizeRoutes(pages, s);
   });
 }

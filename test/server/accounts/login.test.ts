@@ -126,7 +126,7 @@ describe("login and sessions", () => {
       [f.client(), "/auth/login", 200],
       [f.client(), "/settings", 303],
       [signedIn.client, "/settings", 200],
-      [signedIn.client, "/auth/login", 303],
+      [signedIn.client, "/oauth/authorize?client_id=none", 400],
     ] as const;
     for (const [client, url, status] of pages) {
       const res = await client.get(url);
