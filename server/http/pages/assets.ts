@@ -23,6 +23,8 @@ button.danger{background:#fff;color:#b42318;border-color:#b42318}
 button.link{background:none;border:none;color:#fff;text-decoration:underline;padding:0;min-height:0}
 form{margin:0}
 form.inline{display:inline}
+form.register{border-top:1px solid #e6e9ec;margin-top:.75rem;padding-top:.75rem}
+h3{font-size:1rem;margin:0}
 .actions{display:flex;flex-wrap:wrap;gap:.5rem;margin-top:.75rem}
 .secret{background:#fff8e1;border:1px solid #e0b100;border-radius:.5rem;padding:.75rem 1rem;margin:0 0 1rem}
 .secret code,code.id{display:block;word-break:break-all;font:14px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;background:#f6f8fa;padding:.4rem .5rem;border-radius:.25rem;margin:.25rem 0}
@@ -31,7 +33,8 @@ form.inline{display:inline}
 ul.list{list-style:none;padding:0;margin:0}
 ul.list>li{border-top:1px solid #e6e9ec;padding:.6rem 0}
 ul.list>li:first-child{border-top:none}
-.row{display:flex;flex-wrap:wrap;gap:.25rem 1rem;justify-content:space-between;align-items:baseline}
+.row{display:flex;flex-wrap:wrap;gap:.5rem 1rem;justify-content:space-between;align-items:center}
+.row>span:first-child{flex:1 1 16rem;min-width:0}
 .consent{text-align:left}
 @media (max-width:30rem){main{padding:.75rem}.actions button{flex:1 1 auto}}
 `;

@@ -48,7 +48,7 @@ function tokenSection(m: SettingsModel, title: string, action: string, row: Toke
 
 function services(m: SettingsModel): Html {
   const item = (name: string, device: string, added: boolean, about: string) =>
-    html`<li class="row"><span><strong>${name}</strong> <span class="muted">${about}</span></span>${
+    html`<li class="row"><span><strong>${name}</strong><br><span class="muted">${about}</span></span>${
       added ? html`<span class="ok">Added</span>` : button(m.csrf, "/settings/services", { device }, `Add ${name}`, "secondary")
     }</li>`;
   return html`<section><h2>Services</h2><ul class="list">
@@ -77,7 +77,8 @@ function apps(m: SettingsModel): Html {
   return html`<section><h2>OAuth applications</h2>
 <p class="muted">Register a third-party application to let it ask users for access through OAuth 2.</p>
 ${list}
-<form method="post" action="/settings/apps">${csrfInput(m.csrf)}
+<form method="post" action="/settings/apps" class="register">${csrfInput(m.csrf)}
+<h3>Register an application</h3>
 <label for="app-name">Application name</label><input type="text" id="app-name" name="name" required maxlength="80">
 <label for="app-redirect">Redirect URI</label><input type="url" id="app-redirect" name="redirect_uri" required placeholder="https://app.example/callback">
 <div class="actions"><button type="submit">Register application</button></div>
