@@ -56,6 +56,9 @@ describe("OAuth 2 authorization-code grant", () => {
     expect(consent.body).toContain('<button type="submit" name="decision" value="allow">');
     expect(consent.body).toMatch(/<button type="submit" name="decision" value="deny"/);
     expect(consent.headers["content-security-policy"]).toContain("form-action 'self' https://client.example");
+    for (const form of [findForm(consent.body, "/oauth/authorize"), findForm(consent.body, "/auth/logout")]) {
+      expect(form.fields.csrf).toMatch(/^[A-Za-z0-9_-]{40,}$/);
+    }
     const back = new URL(String((await u.client.submit(consent, "/oauth/authorize", { decision: "allow" })).headers.location));
     expect(`${back.origin}${back.pathname}`).toBe("https://client.example/cb");
     expect(back.searchParams.get("from")).toBe("app");

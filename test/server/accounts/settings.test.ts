@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashToken } from "../../../server/services/secrets.js";
 import { rest } from "../../helpers/server.js";
 import { type Fixture, PASSWORD, fixture } from "./fixture.js";
-import { type PageClient, findForm } from "./page-client.js";
+import { type PageClient, findForm, forms } from "./page-client.js";
 
 /** The text of the element with this id (the secrets shown once). */
 function shown(html: string, id: string): string {
@@ -155,6 +155,35 @@ describe("settings page", () => {
     const missing = await client.post("/settings/virtual-block-token", { action: "enable" });
     expect(missing.statusCode).toBe(403);
     expect(await f.t.server.services.store.tokens.list({ user_id: id, kind: "vblock" })).toHaveLength(0);
+  });
+
+  it("puts the hidden CSRF field in every form, and each form posted back as it is succeeds", async () => {
+    const { id, client, settings } = await signedIn();
+    const reg = await client.submit(await settings(), "/settings/apps", { name: "Every", redirect_uri: "https://e.example/cb" });
+    const clientId = shown(reg.body, "client-id");
+    await f.t.server.services.auth.issue(id, "oauth", { clientId });
+    const page = await settings();
+    const all = forms(page);
+    expect(all.map((x) => x.action).sort()).toEqual(
+      [
+        "/auth/logout",
+        "/settings/token",
+        "/settings/token",
+        "/settings/virtual-block-token",
+        "/settings/services",
+        "/settings/services",
+        "/settings/apps/revoke",
+        "/settings/apps/delete",
+        "/settings/apps",
+        "/settings/grants/revoke",
+      ].sort(),
+    );
+    for (const form of all) expect(form.fields.csrf, form.action).toMatch(/^[A-Za-z0-9_-]{40,}$/);
+    // Forms without typed inputs work with their own hidden fields alone.
+    for (const form of all.filter((x) => x.action !== "/settings/apps" && x.action !== "/auth/logout")) {
+      const res = await client.post(form.action, form.fields);
+      expect([200, 303], `${form.action} ${res.body.slice(0, 200)}`).toContain(res.statusCode);
+    }
   });
 
   it("sends signed-out posts to the login page", async () => {
