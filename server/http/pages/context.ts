@@ -62,7 +62,8 @@ export function checkCsrf(s: Services, request: FastifyRequest, sess: Session | 
 /** A local path to return to after login; anything else (other hosts, `//x`, `/\x`) becomes /settings. */
 export function localPath(next: unknown): string {
   if (typeof next !== "string" || !next.startsWith("/") || next.startsWith("//") || next.startsWith("/\\")) return "/settings";
-  if (/[\r\n]/.test(next) || next.length > 4000) return "/settings";
+  // Browsers drop tabs and newlines from URLs: "/\t/evil.example" would become "//evil.example".
+  if ([...next].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f) || next.length > 4000) return "/settings";
   return next;
 }
 

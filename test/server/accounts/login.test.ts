@@ -80,8 +80,10 @@ describe("login and sessions", () => {
     const login = await client.login(alice, PASSWORD, "/settings");
     expect(login.headers.location).toBe("/settings");
     // An outside address in next is not followed.
-    const evil = f.client();
-    expect((await evil.login(alice, PASSWORD, "//evil.example/x")).headers.location).toBe("/settings");
+    for (const next of ["//evil.example/x", "/\\evil.example", "/\t/evil.example", "https://evil.example/"]) {
+      const c = f.client();
+      expect((await c.login(alice, PASSWORD, next)).headers.location).toBe("/settings");
+    }
   });
 
   it("ignores a tampered or expired session cookie", async () => {
