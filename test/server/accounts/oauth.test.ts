@@ -194,6 +194,17 @@ describe("OAuth 2 authorization-code grant", () => {
     expect(res.headers.location).toBeUndefined();
   });
 
+  it("sends a consent post from a browser whose session ended to the login page, without a code", async () => {
+    const u = await member();
+    const consent = await u.client.get(authorizeUrl(params({ state: "gone" })));
+    await u.client.submit(consent, "/auth/logout");
+    const res = await u.client.submit(consent, "/oauth/authorize", { decision: "allow" });
+    expect(res.statusCode).toBe(303);
+    const to = new URL(String(res.headers.location), "http://x");
+    expect(to.pathname).toBe("/auth/login");
+    expect(to.searchParams.get("next")).toBe(authorizeUrl(params({ state: "gone" })));
+  });
+
   it("stops accepting a token once revoked, and keeps personal and OAuth tokens apart", async () => {
     const u = await member();
     const token = ((await exchange(f.t.server.api, grant(await codeFor(u)))).json() as { access_token: string }).access_token;
