@@ -1,9 +1,11 @@
 /** `/auth/login` (the form and its post) and `/auth/logout`. */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { ServiceError } from "../../errors.js";
 import { serializeCookie } from "../../services/accounts/cookies.js";
 import { PRE_SESSION_COOKIE } from "../../services/accounts/csrf.js";
 import { SESSION_COOKIE, SESSION_TTL_MS } from "../../services/accounts/sessions.js";
 import type { Services } from "../../services/index.js";
+import type { UserRow } from "../../store/types.js";
 import { checkCsrf, csrfFor, field, form, isSecure, localPath, session } from "./context.js";
 import { type Html, csrfInput, frame, html, sendHtml } from "./layout.js";
 
@@ -47,7 +49,13 @@ export function loginRoutes(app: FastifyInstance, s: Services): void {
     if (!username || !password || username.length > USER_MAX || password.length > PASSWORD_MAX) {
       return show(request, reply, 400, next, username.slice(0, USER_MAX), "Give your user name and your password.");
     }
-    const user = await s.accounts.login(request.ip, username, password);
+    let user: UserRow | null;
+    try {
+      user = await s.accounts.login(request.ip, username, password);
+    } catch (err) {
+      if (err instanceof ServiceError && err.code === "RATE_LIMITED") return show(request, reply, 429, next, username, err.message);
+      throw err;
+    }
     if (!user) return show(request, reply, 401, next, username, "Wrong user name or password.");
     // A new session id at every login: a session id planted before login is worth nothing.
     const cookie = await s.accounts.sessions.create(user.id);

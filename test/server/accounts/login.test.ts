@@ -116,6 +116,7 @@ describe("login and sessions", () => {
     const limited = await client.login(alice, PASSWORD);
     expect(limited.statusCode).toBe(429);
     expect(limited.body).toContain("Too many login attempts");
+    expect(findForm(limited.body, "/auth/login").inputs).toContain("password");
     expect(client.cookies.has("bk_session")).toBe(false);
     f.now += 30_000;
     expect((await client.login(alice, PASSWORD)).statusCode).toBe(303);
