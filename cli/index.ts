@@ -1,14 +1,14 @@
 #!/usr/bin/env node
 /** `blockkit`: one command line for the server, the gateway, the simulator and the API. */
-import { Command } from "commander";
 import { registerApps } from "./apps.js";
+import { Command } from "commander";
 import { registerServer } from "./server.js";
 
 const program = new Command();
 program.name("blockkit").description("blockkit: block service, gateway and fleet simulator").version("0.1.0");
 program.showHelpAfterError();
-registerServer(program);
 registerApps(program);
+registerServer(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`blockkit: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -10,7 +10,6 @@ import pino, { type Logger } from "pino";
 import { LocalBus } from "./bus/local.js";
 import type { Bus } from "./bus/types.js";
 import { REST_PREFIX, buildApiApp, buildStreamApp } from "./http/app.js";
-import { Accounts, type LoginLimitOptions } from "./services/accounts/index.js";
 import { Activation } from "./services/activation.js";
 import { AuthService } from "./services/auth.js";
 import { CommandHub } from "./services/commands.js";
@@ -18,6 +17,7 @@ import { DeviceService } from "./services/devices.js";
 import { HistoryService } from "./services/history.js";
 import type { Services } from "./services/index.js";
 import { Ingest } from "./services/ingest.js";
+import { Accounts, type LoginLimitOptions } from "./services/accounts/index.js";
 import { RateLimiter } from "./services/rate-limit.js";
 import { newToken } from "./services/secrets.js";
 import { openSqliteStore } from "./store/sqlite/index.js";
@@ -38,14 +38,14 @@ export interface ServerOptions {
   adminToken?: string;
   smtpUrl?: string;
   smsUrl?: string;
+  /** Login attempts per client address and per user name. Default 10 at once, one more every 30 s. */
+  loginLimit?: LoginLimitOptions;
   /** Hold of the commands long-poll and activation, seconds. Default 30. */
   pollHoldSeconds?: number;
   /** Command time to live, seconds. Default 60. */
   commandTtlSeconds?: number;
   /** Per-credential rate limit, requests per second (0 = off). Default 1000, burst twice that. */
   rateLimitPerSecond?: number;
-  /** Login attempts per client address and per user name. Default 10 at once, one more every 30 s. */
-  loginLimit?: LoginLimitOptions;
   logger?: Logger;
   logLevel?: string;
   clock?: () => number;
@@ -102,19 +102,20 @@ export class BlockkitServer {
       store,
       bus,
       auth,
+      accounts: new Accounts(store, auth, log.child({ module: "srv:accounts" }), clock, o.loginLimit),
       rateLimiter,
       ingest: new Ingest(store, log.child({ module: "srv:ingest" })),
       commands,
       activation: new Activation(store, bus, auth, log.child({ module: "srv:activation" }), { holdMs, awaitMs: 60_000 }, clock),
       devices: new DeviceService(store, commands),
       history: new HistoryService(store, clock),
-      accounts: new Accounts(store, auth, log.child({ module: "srv:accounts" }), clock, o.loginLimit),
     };
-    await this.services.accounts.start();
     this.api = buildApiApp(this.services);
     this.stream = buildStreamApp(this.services);
     await Promise.all([this.api.ready(), this.stream.ready()]);
     rateLimiter.start();
+    // Loads the session key: before any request can arrive (nothing listens yet).
+    await this.services.accounts.start();
     this.services.ingest.start();
     commands.start();
     return this.ensureFirstUser();

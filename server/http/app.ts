@@ -56,8 +56,6 @@ export function buildApiApp(s: Services): FastifyInstance {
   installAuth(app, s);
   app.get("/healthz", async () => ({ ok: true }));
   serviceDeviceRoutes(app, s);
-  pageRoutes(app, s);
-  accessTokenRoutes(app, s);
   void app.register(
     async (api) => {
       deviceRoutes(api, s);
@@ -67,6 +65,9 @@ export function buildApiApp(s: Services): FastifyInstance {
     },
     { prefix: REST_PREFIX },
   );
+  // Pages and OAuth at the root ({auth_url}).
+  pageRoutes(app, s);
+  accessTokenRoutes(app, s);
   return app;
 }
 

@@ -2,13 +2,13 @@
 import type { Logger } from "pino";
 import type { Bus } from "../bus/types.js";
 import type { Store } from "../store/types.js";
-import type { Accounts } from "./accounts/index.js";
 import type { Activation } from "./activation.js";
 import type { AuthService } from "./auth.js";
 import type { CommandHub } from "./commands.js";
 import type { DeviceService } from "./devices.js";
 import type { HistoryService } from "./history.js";
 import type { Ingest } from "./ingest.js";
+import type { Accounts } from "./accounts/index.js";
 import type { RateLimiter } from "./rate-limit.js";
 
 export interface ServerSettings {
@@ -27,12 +27,12 @@ export interface Services {
   store: Store;
   bus: Bus;
   auth: AuthService;
+  /** Sessions, login, CSRF key and OAuth (the settings pages). */
+  accounts: Accounts;
   rateLimiter: RateLimiter;
   ingest: Ingest;
   commands: CommandHub;
   activation: Activation;
   devices: DeviceService;
   history: HistoryService;
-  /** Sessions, login, CSRF key and OAuth (the settings pages). */
-  accounts: Accounts;
 }

@@ -122,50 +122,6 @@ export interface TokensRepo {
   list(match: Partial<Pick<TokenRow, "user_id" | "kind" | "node_id" | "client_id">>): Promise<TokenRow[]>;
 }
 
-export interface BlocksRepo {
-  get(nodeId: string): Promise<BlockRow | null>;
-  list(userId: number): Promise<BlockRow[]>;
-  /** Creates or re-claims the block for the user. */
-  claim(nodeId: string, userId: number, now: number, pendingUntil: number | null): Promise<BlockRow>;
-  setPending(nodeId: string, pendingUntil: number | null): Promise<void>;
-  /** Removes the block with its devices, their history, queued commands and its tokens. */
-  remove(nodeId: string): Promise<void>;
-}
-
-export interface DevicesRepo {
-  list(userId: number): Promise<DeviceRow[]>;
-  byGuid(guid: string): Promise<DeviceRow | null>;
-  setShortName(id: number, name: string): Promise<void>;
-  setMeta(id: number, meta: string): Promise<void>;
-  /** Removes the device and everything stored about it. */
-  remove(id: number): Promise<void>;
-}
-
-export interface EventsRepo {
-  /** Commits a batch in one durable transaction. Results are in the batch's order. */
-  commit(batch: IngestEvent[]): Promise<IngestResult[]>;
-  /** Forgets idempotency keys older than `before` (epoch ms). */
-  pruneKeys(before: number): Promise<number>;
-}
-
-export interface HistoryRepo {
-  count(deviceId: number, from: number, to: number): Promise<number>;
-  query(deviceId: number, q: HistoryQuery): Promise<HistoryPoint[]>;
-}
-
-export interface CommandsRepo {
-  add(row: Omit<CommandRow, "id">): Promise<number>;
-  pending(nodeId: string, now: number): Promise<CommandRow[]>;
-  remove(ids: number[]): Promise<void>;
-  expire(now: number): Promise<number>;
-}
-
-export interface CallbacksRepo {
-  get(deviceId: number): Promise<CallbackRow | null>;
-  set(row: CallbackRow): Promise<void>;
-  remove(deviceId: number): Promise<boolean>;
-}
-
 export interface SessionRow {
   /** sha256 hex of the session id; the id itself lives only in the browser's cookie. */
   hash: string;
@@ -229,8 +185,57 @@ export interface KeysRepo {
   getOrCreate(name: string, make: () => string, now: number): Promise<string>;
 }
 
+export interface BlocksRepo {
+  get(nodeId: string): Promise<BlockRow | null>;
+  list(userId: number): Promise<BlockRow[]>;
+  /** Creates or re-claims the block for the user. */
+  claim(nodeId: string, userId: number, now: number, pendingUntil: number | null): Promise<BlockRow>;
+  setPending(nodeId: string, pendingUntil: number | null): Promise<void>;
+  /** Removes the block with its devices, their history, queued commands and its tokens. */
+  remove(nodeId: string): Promise<void>;
+}
+
+export interface DevicesRepo {
+  list(userId: number): Promise<DeviceRow[]>;
+  byGuid(guid: string): Promise<DeviceRow | null>;
+  setShortName(id: number, name: string): Promise<void>;
+  setMeta(id: number, meta: string): Promise<void>;
+  /** Removes the device and everything stored about it. */
+  remove(id: number): Promise<void>;
+}
+
+export interface EventsRepo {
+  /** Commits a batch in one durable transaction. Results are in the batch's order. */
+  commit(batch: IngestEvent[]): Promise<IngestResult[]>;
+  /** Forgets idempotency keys older than `before` (epoch ms). */
+  pruneKeys(before: number): Promise<number>;
+}
+
+export interface HistoryRepo {
+  count(deviceId: number, from: number, to: number): Promise<number>;
+  query(deviceId: number, q: HistoryQuery): Promise<HistoryPoint[]>;
+}
+
+export interface CommandsRepo {
+  add(row: Omit<CommandRow, "id">): Promise<number>;
+  pending(nodeId: string, now: number): Promise<CommandRow[]>;
+  remove(ids: number[]): Promise<void>;
+  expire(now: number): Promise<number>;
+}
+
+export interface CallbacksRepo {
+  get(deviceId: number): Promise<CallbackRow | null>;
+  set(row: CallbackRow): Promise<void>;
+  remove(deviceId: number): Promise<boolean>;
+}
+
 export interface Store {
   readonly kind: "sqlite" | "postgres";
+  // Accounts on the web (sessions, OAuth applications and codes, server keys).
+  sessions: SessionsRepo;
+  oauthApps: OAuthAppsRepo;
+  oauthCodes: OAuthCodesRepo;
+  keys: KeysRepo;
   users: UsersRepo;
   tokens: TokensRepo;
   blocks: BlocksRepo;
@@ -239,9 +244,5 @@ export interface Store {
   history: HistoryRepo;
   commands: CommandsRepo;
   callbacks: CallbacksRepo;
-  sessions: SessionsRepo;
-  oauthApps: OAuthAppsRepo;
-  oauthCodes: OAuthCodesRepo;
-  keys: KeysRepo;
   close(): Promise<void>;
 }

@@ -8,9 +8,9 @@ import Database from "better-sqlite3";
 import { unavailable } from "../../errors.js";
 import type { Store } from "../types.js";
 import { blocksRepo, tokensRepo, usersRepo } from "./accounts.js";
-import { keysRepo, oauthAppsRepo, oauthCodesRepo, sessionsRepo } from "./accounts-web.js";
 import { callbacksRepo, commandsRepo, devicesRepo, eventsRepo } from "./devices.js";
 import { historyRepo, registerFunctions } from "./history.js";
+import { keysRepo, oauthAppsRepo, oauthCodesRepo, sessionsRepo } from "./accounts-web.js";
 import { MIGRATIONS, type Migration } from "./migrations.js";
 
 export interface SqliteStoreOptions {
@@ -54,6 +54,10 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
   return {
     kind: "sqlite",
     db,
+    sessions: sessionsRepo(db),
+    oauthApps: oauthAppsRepo(db),
+    oauthCodes: oauthCodesRepo(db),
+    keys: keysRepo(db),
     users: usersRepo(db),
     tokens: tokensRepo(db),
     blocks: blocksRepo(db),
@@ -62,10 +66,6 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
     history: historyRepo(db),
     commands: commandsRepo(db),
     callbacks: callbacksRepo(db),
-    sessions: sessionsRepo(db),
-    oauthApps: oauthAppsRepo(db),
-    oauthCodes: oauthCodesRepo(db),
-    keys: keysRepo(db),
     async close() {
       if (db.open) db.close();
     },
