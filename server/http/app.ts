@@ -9,6 +9,8 @@ import { blockRoutes } from "./blocks.js";
 import { callbackRoutes } from "./callbacks.js";
 import { deviceRoutes } from "./devices.js";
 import { installErrorHandling } from "./errors.js";
+import { accessTokenRoutes } from "./oauth.js";
+import { pageRoutes } from "./pages/index.js";
 import { serviceDeviceRoutes } from "./service-devices.js";
 import { subDeviceRoutes } from "./subdevices.js";
 import { ruleRoutes } from "./rules.js";
@@ -92,6 +94,9 @@ export function buildApiApp(s: Services): FastifyInstance {
     },
     { prefix: REST_PREFIX },
   );
+  // Pages and OAuth at the root ({auth_url}).
+  pageRoutes(app, s);
+  accessTokenRoutes(app, s);
   return app;
 }
 
