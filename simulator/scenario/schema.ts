@@ -120,7 +120,7 @@ export const ScenarioSchema = Type.Object(
       {
         count: Type.Integer({ minimum: 1, maximum: 200_000, default: 1 }),
         /** `{index}` (zero-padded to the width given as `{index:6}`) and `{seed}` are replaced. */
-        node_id: Type.String({ minLength: 1, maxLength: 64, default: "SIM{seed}N{index:6}" }),
+        node_id: Type.String({ minLength: 1, maxLength: 64, default: "SIM{seed}N{index:8}" }),
         /** How many blocks use the two-legged activation flow; the others use the direct flow. */
         two_legged: Type.Integer({ minimum: 0, default: 0 }),
       },
