@@ -68,14 +68,16 @@ export class ApiClient {
     this.credential = options.tokenKind === "oauth" ? "access_token" : "user_access_token";
   }
 
-  private url(root: string, path: string, query: Query = {}): string {
+  private url(root: string, path: string, query: Query | null = {}): string {
+    if (query === null) return `${root}${path}`;
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(query)) if (v !== undefined) q.set(k, String(v));
     q.set(this.credential, this.options.token);
     return `${root}${path}?${q.toString()}`;
   }
 
-  private async call<T>(method: Dispatcher.HttpMethod, path: string, body?: unknown, query?: Query): Promise<{ status: number; json: T }> {
+  /** `query` null: no credential (the tickle path carries its own token). */
+  private async call<T>(method: Dispatcher.HttpMethod, path: string, body?: unknown, query?: Query | null): Promise<{ status: number; json: T }> {
     let res: Dispatcher.ResponseData;
     try {
       res = await request(this.url(this.base, path, query), {
@@ -168,8 +170,9 @@ export class ApiClient {
   subdeviceHistory(guid: string, id: string, params: Omit<HistoryParams, "fn"> = {}): Promise<DataPoint[]> {
     return this.data("GET", `/device/${enc(guid)}/subdevice/${enc(id)}/data`, undefined, { ...params });
   }
-  tickle(guid: string, id: string, token: string): Promise<void> {
-    return this.done("POST", `/device/${enc(guid)}/subdevice/${enc(id)}/tickle/${enc(token)}`);
+  /** Actuates a webhook sub-device; authorised by the token in the path alone (no user credential is sent). */
+  async tickle(guid: string, id: string, token: string): Promise<void> {
+    await this.call<Envelope>("POST", `/device/${enc(guid)}/subdevice/${enc(id)}/tickle/${enc(token)}`, undefined, null);
   }
 
   // Blocks
