@@ -1,0 +1,329 @@
+/**
+ * BlockAgent: one block of the block protocol. The gateway runs one; the simulator runs many.
+ *
+ * Construct it with a node id, the server's URLs, an Outbox and a TokenStore (see types.ts; the
+ * gateway passes SqliteOutbox + FileTokenStore, the simulator MemoryOutbox + MemoryTokenStore).
+ *
+ * - `start()` loads the token; without one it activates (direct with `userToken`, else the held
+ *   two-legged GET retried until a user claims the node), saves the token, then runs the uplink
+ *   and the command poller. It resolves at once; it does not wait for activation (listen for
+ *   `activated`). A 401/403 anywhere clears the token, emits `revoked`, logs an error and goes back
+ *   to activation; readings keep accumulating in the outbox meanwhile.
+ * - `submit(reading, link?)` / `submitMany(readings, link?)`: how a link hands readings over. Each
+ *   reading is stored in the outbox (with a fresh idempotency KEY and its time) before the call
+ *   returns, and leaves it only once the server acknowledged it. Returns false for an invalid
+ *   reading (counted in `stats().invalid`, never thrown).
+ * - `addLink(target)`: registers a CommandTarget. A command goes to the link that last submitted a
+ *   reading of that device, else to the first link whose `owns(cmd)` is true; a command to a
+ *   camera (D 1004) goes to the `camera` snapshot source when one is given. Unroutable commands
+ *   are counted and logged.
+ * - `stop()` ends the long-poll and the uplink, clears every timer; the outbox is closed by its owner.
+ * - Events: `state` (AgentState), `activated`, `revoked` (reason), `acked` (n), `dropped` (n),
+ *   `rejected` (entry, message), `command` (cmd, target name or null), `snapshot` (guid, bytes).
+ * - `stats()`: counters for /metrics and the simulator.
+ */
+import { randomUUID } from "node:crypto";
+import { EventEmitter } from "node:events";
+import pino, { type Logger } from "pino";
+import type { Dispatcher } from "undici";
+import { BlockClient, type BlockClientError } from "../../protocol/block-client.js";
+import { makeGuid } from "../../protocol/guid.js";
+import { MAX_DA_LENGTH, type Command } from "../../protocol/payloads.js";
+import { Activator } from "./activator.js";
+import { Backoff, type BackoffOptions } from "./backoff.js";
+import { CommandPoller } from "./poller.js";
+import type { CommandTarget, NewOutboxEntry, Outbox, Reading, TokenStore } from "./types.js";
+import { Uplink, type UplinkOptions } from "./uplink.js";
+
+/** A camera: takes one JPEG snapshot (gateway/camera implements HTTP URL, command and file sources). */
+export interface SnapshotSource {
+  take(signal?: AbortSignal): Promise<Uint8Array>;
+}
+
+export interface BlockAgentOptions {
+  /** The block's node id: 12-64 alphanumerics. */
+  nodeId: string;
+  /** REST root including `/rest/v0`. Ignored when `client` is given. */
+  baseUrl?: string;
+  /** `{stream_url}` for snapshot uploads. Ignored when `client` is given. */
+  streamUrl?: string;
+  /** undici dispatcher shared by many agents (simulator). Ignored when `client` is given. */
+  dispatcher?: Dispatcher;
+  /** A ready client (tests, or a custom dispatcher setup). */
+  client?: BlockClient;
+  outbox: Outbox;
+  tokens: TokenStore;
+  /** A user access token for the direct activation flow; without it the two-legged flow is used. */
+  userToken?: string;
+  /** Snapshot source for commands to D 1004. */
+  camera?: SnapshotSource;
+  uplink?: UplinkOptions;
+  /** Backoff of the poller, the uplink and activation. Default 1 s to 2 min, reset after 30 s healthy. */
+  backoff?: BackoffOptions;
+  /** How often entries past the outbox's age limit are dropped, ms. Default 60 000. */
+  expireEveryMs?: number;
+  logger?: Logger;
+  clock?: () => number;
+}
+
+export type AgentState = "idle" | "activating" | "online" | "offline" | "stopped";
+
+export interface AgentStats {
+  state: AgentState;
+  submitted: number;
+  acked: number;
+  invalid: number;
+  rejected: number;
+  /** Outbox entries dropped by its bounds (rows, bytes, age). */
+  dropped: number;
+  outboxRows: number;
+  outboxBytes: number;
+  commandsReceived: number;
+  commandsDelivered: number;
+  commandsFailed: number;
+  commandsUnroutable: number;
+  snapshots: number;
+  snapshotFailures: number;
+  activations: number;
+  revocations: number;
+  /** Times the server became reachable again after being unreachable. */
+  reconnects: number;
+  /** Epoch ms of the last answer from the server, null before the first. */
+  lastServerContact: number | null;
+}
+
+const G_RE = /^[A-Za-z0-9]{1,32}$/;
+
+export class BlockAgent extends EventEmitter {
+  readonly nodeId: string;
+  readonly client: BlockClient;
+  private readonly log: Logger;
+  private readonly clock: () => number;
+  private readonly outbox: Outbox;
+  private readonly targets = new Map<string, CommandTarget>();
+  private readonly owners = new Map<string, string>();
+  private readonly activator: Activator;
+  private readonly uplink: Uplink;
+  private readonly poller: CommandPoller;
+  private token: string | null = null;
+  private state: AgentState = "idle";
+  private expireTimer: NodeJS.Timeout | undefined;
+  private reachable: boolean | null = null;
+  private readonly counters = {
+    submitted: 0, acked: 0, invalid: 0, rejected: 0, commandsReceived: 0, commandsDelivered: 0,
+    commandsFailed: 0, commandsUnroutable: 0, snapshots: 0, snapshotFailures: 0, activations: 0,
+    revocations: 0, reconnects: 0,
+  };
+  private lastContact: number | null = null;
+
+  constructor(private readonly o: BlockAgentOptions) {
+    super();
+    if (!o || typeof o !== "object") throw new TypeError("BlockAgent: options are required");
+    if (!o.outbox) throw new TypeError("BlockAgent: options.outbox is required");
+    if (!o.tokens) throw new TypeError("BlockAgent: options.tokens is required");
+    if (!o.client && !o.baseUrl) throw new TypeError("BlockAgent: options.baseUrl (or options.client) is required");
+    this.nodeId = o.nodeId;
+    this.client = o.client ?? new BlockClient({ baseUrl: o.baseUrl as string, streamUrl: o.streamUrl, nodeId: o.nodeId, dispatcher: o.dispatcher });
+    this.log = o.logger ?? pino({ level: "silent" });
+    this.clock = o.clock ?? Date.now;
+    this.outbox = o.outbox;
+    const backoff = (): Backoff => new Backoff({ ...o.backoff, clock: o.backoff?.clock ?? this.clock });
+    const hooks = {
+      token: () => this.token,
+      unauthorized: (e: BlockClientError) => this.revoked(e),
+      reachable: (up: boolean, err?: unknown) => this.setReachable(up, err),
+    };
+    this.activator = new Activator(this.client, o.tokens, this.log, backoff(), o.userToken);
+    this.uplink = new Uplink(this.client, this.outbox, {
+      ...hooks,
+      acked: (n) => {
+        this.counters.acked += n;
+        this.emit("acked", n);
+      },
+      rejected: (entry, err) => {
+        this.counters.rejected++;
+        this.log.error({ G: entry.G, V: entry.V, D: entry.D, err: err.message }, "the server refused a reading for good: dropped");
+        this.emit("rejected", entry, err.message);
+      },
+    }, this.log, { ...o.uplink, backoff: backoff() });
+    this.poller = new CommandPoller(this.client, { ...hooks, route: (cmd) => this.route(cmd) }, this.log, backoff());
+  }
+
+  /** Loads the token (or starts activation), then runs the uplink and the poller. */
+  async start(): Promise<void> {
+    if (this.state !== "idle" && this.state !== "stopped") return;
+    this.setState("activating");
+    this.expireTimer = setInterval(() => this.expire(), this.o.expireEveryMs ?? 60_000);
+    this.expireTimer.unref();
+    this.expire();
+    this.uplink.start();
+    this.poller.start();
+    this.activate();
+  }
+
+  async stop(): Promise<void> {
+    if (this.expireTimer) clearInterval(this.expireTimer);
+    this.expireTimer = undefined;
+    this.activator.stop();
+    await Promise.all([this.uplink.stop(), this.poller.stop()]);
+    this.setState("stopped");
+  }
+
+  /** Registers a link that actuates commands. */
+  addLink(target: CommandTarget): void {
+    if (this.targets.has(target.name)) throw new TypeError(`BlockAgent: a link named "${target.name}" is already registered`);
+    this.targets.set(target.name, target);
+  }
+
+  /** Stores one reading in the outbox; false when invalid. `link` names the link that owns the device. */
+  submit(reading: Reading, link?: string): boolean {
+    return this.submitMany([reading], link) === 1;
+  }
+
+  /** Stores readings in the outbox in one transaction; returns how many were valid and stored. */
+  submitMany(readings: Reading[], link?: string): number {
+    const now = this.clock();
+    const entries: NewOutboxEntry[] = [];
+    for (const r of readings) {
+      const problem = invalid(r);
+      if (problem) {
+        this.counters.invalid++;
+        this.log.warn({ G: r?.G, V: r?.V, D: r?.D, problem }, "invalid reading skipped");
+        continue;
+      }
+      if (link) this.owners.set(`${r.G}_${r.V}_${r.D}`, link);
+      entries.push({ kind: r.kind ?? "data", G: r.G, V: r.V, D: r.D, DA: r.DA, value: r.value ?? null, ts: r.ts ?? now, key: randomUUID() });
+    }
+    if (entries.length === 0) return 0;
+    const dropped = this.outbox.append(entries);
+    this.counters.submitted += entries.length;
+    if (dropped > 0) {
+      this.log.warn({ dropped, limits: "outbox full" }, "outbox bounds reached: oldest readings dropped");
+      this.emit("dropped", dropped);
+    }
+    this.uplink.notify();
+    return entries.length;
+  }
+
+  stats(): AgentStats {
+    const ob = this.outbox.stats();
+    return { state: this.state, ...this.counters, dropped: ob.dropped, outboxRows: ob.rows, outboxBytes: ob.bytes, lastServerContact: this.lastContact };
+  }
+
+  get currentState(): AgentState {
+    return this.state;
+  }
+
+  private activate(): void {
+    this.setState("activating");
+    this.activator.run().then(
+      (token) => {
+        if (token === null) return;
+        this.token = token;
+        this.counters.activations++;
+        this.setReachable(true);
+        this.setState("online");
+        this.log.info({ nodeId: this.nodeId }, "block activated");
+        this.emit("activated");
+        this.uplink.notify();
+        this.poller.notify();
+      },
+      (err: unknown) => this.log.error({ err }, "activation stopped on an error"),
+    );
+  }
+
+  private revoked(err: BlockClientError): void {
+    if (this.token === null) return;
+    this.token = null;
+    this.counters.revocations++;
+    this.log.error(
+      { nodeId: this.nodeId, status: err.status },
+      "THE BLOCK TOKEN WAS REFUSED (revoked or block unpaired): activating again; claim this node again to resume uploads",
+    );
+    this.emit("revoked", err.message);
+    this.activator.forget().then(
+      () => this.activate(),
+      (e: unknown) => {
+        this.log.error({ err: e }, "clearing the stored token failed");
+        this.activate();
+      },
+    );
+  }
+
+  private async route(cmd: Command): Promise<void> {
+    this.counters.commandsReceived++;
+    const key = `${cmd.G}_${cmd.V}_${cmd.D}`;
+    if (cmd.D === 1004 && this.o.camera) {
+      this.emit("command", cmd, "camera");
+      void this.snapshot(cmd, this.o.camera);
+      return;
+    }
+    const owner = this.owners.get(key);
+    const target = (owner ? this.targets.get(owner) : undefined) ?? [...this.targets.values()].find((t) => t.owns(cmd));
+    this.emit("command", cmd, target?.name ?? null);
+    if (!target) {
+      this.counters.commandsUnroutable++;
+      this.log.warn({ G: cmd.G, V: cmd.V, D: cmd.D }, "command for a device no link owns: dropped");
+      return;
+    }
+    target.deliver(cmd).then(
+      () => this.counters.commandsDelivered++,
+      (err: unknown) => {
+        this.counters.commandsFailed++;
+        this.log.warn({ link: target.name, G: cmd.G, D: cmd.D, err: (err as Error).message }, "command delivery failed");
+      },
+    );
+  }
+
+  private async snapshot(cmd: Command, camera: SnapshotSource): Promise<void> {
+    const guid = cmd.GUID || makeGuid({ node: this.nodeId, G: cmd.G, V: cmd.V, D: cmd.D });
+    try {
+      const image = await camera.take();
+      const token = this.token;
+      if (!token) throw new Error("no block token");
+      await this.client.snapshot(token, guid, image);
+      this.counters.snapshots++;
+      this.counters.commandsDelivered++;
+      this.emit("snapshot", guid, image.byteLength);
+    } catch (err) {
+      this.counters.snapshotFailures++;
+      this.counters.commandsFailed++;
+      this.log.warn({ guid, err: (err as Error).message }, "snapshot failed");
+    }
+  }
+
+  private expire(): void {
+    const n = this.outbox.expire(this.clock());
+    if (n > 0) {
+      this.log.warn({ dropped: n }, "readings older than the outbox age limit dropped");
+      this.emit("dropped", n);
+    }
+  }
+
+  private setReachable(up: boolean, err?: unknown): void {
+    if (up) this.lastContact = this.clock();
+    if (this.reachable === up) return;
+    if (up && this.reachable === false) this.counters.reconnects++;
+    if (!up) this.log.warn({ err: err instanceof Error ? err.message : String(err) }, "server unreachable");
+    else if (this.reachable === false) this.log.info("server reachable again");
+    this.reachable = up;
+    if (this.token) this.setState(up ? "online" : "offline");
+  }
+
+  private setState(s: AgentState): void {
+    if (this.state === s) return;
+    this.state = s;
+    this.emit("state", s);
+  }
+}
+
+function invalid(r: Reading): string | null {
+  if (!r || typeof r !== "object") return "not an object";
+  if (typeof r.G !== "string" || !G_RE.test(r.G)) return "G must be 1-32 alphanumerics";
+  if (!Number.isInteger(r.V) || r.V < 0 || r.V > 999_999_999) return "V must be a whole number";
+  if (!Number.isInteger(r.D) || r.D < 0 || r.D > 999_999_999) return "D must be a whole number";
+  if (typeof r.DA !== "string" || r.DA.length > MAX_DA_LENGTH) return `DA must be a string of at most ${MAX_DA_LENGTH} characters`;
+  if (r.kind === "config" && r.DA.length === 0) return "a config event needs a type";
+  if (r.ts !== undefined && !Number.isFinite(r.ts)) return "ts must be epoch ms";
+  return null;
+}

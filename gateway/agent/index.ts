@@ -1,0 +1,8 @@
+/** The block agent: public API for the gateway daemon and the simulator. */
+export { BlockAgent, type AgentState, type AgentStats, type BlockAgentOptions, type SnapshotSource } from "./agent.js";
+export { Backoff, type BackoffOptions, sleep } from "./backoff.js";
+export { MemoryOutbox, MemoryTokenStore } from "./memory.js";
+export { SqliteOutbox, type SqliteOutboxOptions } from "./sqlite-outbox.js";
+export { FileTokenStore } from "./token-file.js";
+export * from "./types.js";
+export type { UplinkOptions } from "./uplink.js";

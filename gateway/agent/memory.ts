@@ -1,0 +1,122 @@
+/**
+ * In-memory Outbox and TokenStore: same contract as the durable ones, nothing survives the process.
+ * The simulator uses them for its virtual blocks; tests use them for agent logic.
+ */
+import {
+  DEFAULT_OUTBOX_LIMITS,
+  type NewOutboxEntry,
+  type Outbox,
+  type OutboxEntry,
+  type OutboxLimits,
+  type OutboxStats,
+  type TokenStore,
+} from "./types.js";
+
+export function entryBytes(e: NewOutboxEntry): number {
+  return e.G.length + e.DA.length + (e.value?.length ?? 0) + e.key.length;
+}
+
+export class MemoryOutbox implements Outbox {
+  private entries: OutboxEntry[] = [];
+  private head = 0;
+  private nextId = 1;
+  private bytes = 0;
+  private dropped = 0;
+  private readonly limits: OutboxLimits;
+
+  constructor(limits: Partial<OutboxLimits> = {}) {
+    this.limits = { ...DEFAULT_OUTBOX_LIMITS, ...limits };
+  }
+
+  append(entries: NewOutboxEntry[]): number {
+    for (const e of entries) {
+      this.entries.push({ ...e, id: this.nextId++ });
+      this.bytes += entryBytes(e);
+    }
+    let dropped = 0;
+    while (this.size() > 0 && (this.size() > this.limits.maxRows || this.bytes > this.limits.maxBytes)) {
+      this.shift();
+      dropped++;
+    }
+    this.dropped += dropped;
+    this.compact();
+    return dropped;
+  }
+
+  peek(limit: number): OutboxEntry[] {
+    return this.entries.slice(this.head, this.head + limit);
+  }
+
+  ack(ids: number[]): void {
+    const gone = new Set(ids);
+    // Acknowledged entries are almost always the oldest ones: shift them off cheaply.
+    while (this.size() > 0 && gone.has((this.entries[this.head] as OutboxEntry).id)) {
+      gone.delete((this.entries[this.head] as OutboxEntry).id);
+      this.bytes -= entryBytes(this.entries[this.head] as OutboxEntry);
+      this.head++;
+    }
+    if (gone.size > 0) {
+      const keep: OutboxEntry[] = [];
+      for (let i = this.head; i < this.entries.length; i++) {
+        const e = this.entries[i] as OutboxEntry;
+        if (gone.has(e.id)) this.bytes -= entryBytes(e);
+        else keep.push(e);
+      }
+      this.entries = keep;
+      this.head = 0;
+    }
+    this.compact();
+  }
+
+  expire(now: number): number {
+    const cutoff = now - this.limits.maxAgeMs;
+    let n = 0;
+    while (this.size() > 0 && (this.entries[this.head] as OutboxEntry).ts < cutoff) {
+      this.shift();
+      n++;
+    }
+    this.dropped += n;
+    this.compact();
+    return n;
+  }
+
+  stats(): OutboxStats {
+    return { rows: this.size(), bytes: this.bytes, dropped: this.dropped };
+  }
+
+  close(): void {
+    this.entries = [];
+    this.head = 0;
+  }
+
+  private size(): number {
+    return this.entries.length - this.head;
+  }
+
+  private shift(): void {
+    this.bytes -= entryBytes(this.entries[this.head] as OutboxEntry);
+    this.head++;
+  }
+
+  private compact(): void {
+    if (this.head > 1024 && this.head * 2 > this.entries.length) {
+      this.entries = this.entries.slice(this.head);
+      this.head = 0;
+    }
+  }
+}
+
+export class MemoryTokenStore implements TokenStore {
+  constructor(private token: string | null = null) {}
+  load(): Promise<string | null> {
+    return Promise.resolve(this.token);
+  }
+  save(token: string): Promise<void> {
+    this.token = token;
+    return Promise.resolve();
+  }
+  clear(): Promise<void> {
+    this.token = null;
+    return Promise.resolve();
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * The seams of the BlockAgent: where readings wait (Outbox), where the block token lives
+ * (TokenStore), and who actuates commands (CommandTarget). The gateway supplies a durable SQLite
+ * outbox and a 0600 token file; the simulator supplies the in-memory ones of memory.ts.
+ */
+import type { Command } from "../../protocol/payloads.js";
+
+/** How a reading leaves the outbox: `data` and `heartbeat` readings carry DA, `config` carries a type. */
+export type ReadingKind = "data" | "heartbeat" | "config";
+
+/** A reading as a link submits it. */
+export interface Reading {
+  G: string;
+  V: number;
+  D: number;
+  /** The value (data/heartbeat) or the config type (config, e.g. `PLUGIN`). */
+  DA: string;
+  /** Default `data`. */
+  kind?: ReadingKind;
+  /** When it was read, epoch ms. Default: the agent's clock at submit. */
+  ts?: number;
+  /** Extra DA of a config event (e.g. the firmware version of a VERSION config). */
+  value?: string;
+}
+
+/** A reading in the outbox: ordered by `id`, sent with `key` as its idempotency KEY. */
+export interface OutboxEntry {
+  id: number;
+  kind: ReadingKind;
+  G: string;
+  V: number;
+  D: number;
+  DA: string;
+  value: string | null;
+  ts: number;
+  key: string;
+}
+
+export type NewOutboxEntry = Omit<OutboxEntry, "id">;
+
+/** Bounds of an outbox; the oldest entries are dropped (and counted) past any of them. */
+export interface OutboxLimits {
+  /** Most entries kept. Default 1 000 000. */
+  maxRows: number;
+  /** Most bytes of payload kept (G + DA + value + key). Default 256 MiB. */
+  maxBytes: number;
+  /** Entries older than this are dropped, ms. Default 30 days. */
+  maxAgeMs: number;
+}
+
+export const DEFAULT_OUTBOX_LIMITS: OutboxLimits = {
+  maxRows: 1_000_000,
+  maxBytes: 256 * 2 ** 20,
+  maxAgeMs: 30 * 86_400_000,
+};
+
+export interface OutboxStats {
+  rows: number;
+  bytes: number;
+  /** Entries dropped to stay within the limits since the outbox was created (persisted when durable). */
+  dropped: number;
+}
+
+/**
+ * Durable FIFO of readings. Synchronous: an append returns once the entry is stored (the SQLite one
+ * commits before returning), so a reading acknowledged to a link is never lost.
+ */
+export interface Outbox {
+  /** Stores the entries in order; applies the row/byte bounds (drop-oldest). Returns how many were dropped. */
+  append(entries: NewOutboxEntry[]): number;
+  /** The oldest `limit` entries, in order, without removing them. */
+  peek(limit: number): OutboxEntry[];
+  /** Removes acknowledged entries. */
+  ack(ids: number[]): void;
+  /** Drops entries older than `now - maxAgeMs`; returns how many. */
+  expire(now: number): number;
+  stats(): OutboxStats;
+  close(): void;
+}
+
+/** Where the block token is kept between runs. */
+export interface TokenStore {
+  load(): Promise<string | null>;
+  save(token: string): Promise<void>;
+  clear(): Promise<void>;
+}
+
+/** Something that actuates commands: a hardware link (serial, MQTT) or a simulated one. */
+export interface CommandTarget {
+  /** Unique name, e.g. `serial`, `mqtt`. */
+  readonly name: string;
+  /** Whether the device is one of this link's (used when no reading has been seen from it yet). */
+  owns(cmd: Command): boolean;
+  /** Sends the command to the hardware; resolves once handed over (or acknowledged). */
+  deliver(cmd: Command): Promise<void>;
+}

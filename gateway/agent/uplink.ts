@@ -1,0 +1,165 @@
+/**
+ * Drains the outbox to the server, oldest first, one request at a time so the order per device is
+ * the order of arrival. A run of readings goes out as one heartbeat array (up to `batchSize`), a
+ * lone data reading through POST /data, a config event through POST /config. Every event carries
+ * its original TIMESTAMP and its idempotency KEY, so a batch that is sent again after a lost answer
+ * is not stored twice. Entries leave the outbox only once acknowledged. Pacing caps the replay rate
+ * after an outage so a hub coming back does not flood the server.
+ */
+import type { Logger } from "pino";
+import { type BlockClient, BlockClientError, type WireReading } from "../../protocol/block-client.js";
+import { MIN_TIMESTAMP } from "../../protocol/payloads.js";
+import { Backoff, sleep } from "./backoff.js";
+import type { Outbox, OutboxEntry } from "./types.js";
+
+export interface UplinkOptions {
+  /** Most readings in one heartbeat array. Default 500 (the server takes up to 1000). */
+  batchSize?: number;
+  /** Most readings sent per second while replaying a backlog; 0 = unpaced. Default 20 000. */
+  ratePerSecond?: number;
+}
+
+export interface UplinkHooks {
+  token(): string | null;
+  /** The server acknowledged `n` readings. */
+  acked(n: number): void;
+  /** The server refused one reading for good (400/413): it was dropped. */
+  rejected(entry: OutboxEntry, err: BlockClientError): void;
+  /** A call failed with 401/403: the token is revoked. */
+  unauthorized(err: BlockClientError): void;
+  /** Server reachable (true) or not (false). */
+  reachable(up: boolean, err?: unknown): void;
+}
+
+export class Uplink {
+  private wake: (() => void) | null = null;
+  private abort = new AbortController();
+  private loop: Promise<void> | null = null;
+  private readonly backoff: Backoff;
+  private readonly batchSize: number;
+  private readonly ratePerSecond: number;
+
+  constructor(
+    private readonly client: BlockClient,
+    private readonly outbox: Outbox,
+    private readonly hooks: UplinkHooks,
+    private readonly log: Logger,
+    options: UplinkOptions & { backoff?: Backoff } = {},
+  ) {
+    this.batchSize = options.batchSize ?? 500;
+    this.ratePerSecond = options.ratePerSecond ?? 20_000;
+    this.backoff = options.backoff ?? new Backoff();
+  }
+
+  start(): void {
+    if (this.loop) return;
+    this.abort = new AbortController();
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    this.notify();
+    await this.loop;
+    this.loop = null;
+  }
+
+  /** New entries are waiting. */
+  notify(): void {
+    const w = this.wake;
+    this.wake = null;
+    w?.();
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.abort.signal;
+    while (!signal.aborted) {
+      const token = this.hooks.token();
+      const batch = token ? this.outbox.peek(this.batchSize) : [];
+      if (!token || batch.length === 0) {
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+          if (signal.aborted) resolve();
+        });
+        continue;
+      }
+      const started = Date.now();
+      const sent = await this.sendOne(token, batch, signal);
+      if (sent > 0 && this.ratePerSecond > 0 && this.outbox.stats().rows > 0) {
+        const minMs = (sent * 1000) / this.ratePerSecond;
+        const spent = Date.now() - started;
+        if (spent < minMs) await sleep(minMs - spent, signal);
+      }
+    }
+  }
+
+  /** Sends the leading run of `batch`; returns how many entries were acknowledged (or dropped). */
+  private async sendOne(token: string, batch: OutboxEntry[], signal: AbortSignal): Promise<number> {
+    const first = batch[0] as OutboxEntry;
+    let run: OutboxEntry[];
+    if (first.kind === "config") run = [first];
+    else {
+      const end = batch.findIndex((e) => e.kind === "config");
+      run = end === -1 ? batch : batch.slice(0, end);
+    }
+    try {
+      if (first.kind === "config") {
+        await this.client.config(token, { G: first.G, V: first.V, D: first.D, type: first.DA, ...(first.value !== null ? { DA: first.value } : {}), ...stamp(first) }, signal);
+      } else if (run.length === 1 && first.kind === "data") {
+        await this.client.data(token, wire(first), signal);
+      } else {
+        await this.client.heartbeat(token, run.map(wire), signal);
+      }
+    } catch (err) {
+      return this.failed(err, run, signal);
+    }
+    this.outbox.ack(run.map((e) => e.id));
+    this.backoff.succeed();
+    this.hooks.reachable(true);
+    this.hooks.acked(run.length);
+    return run.length;
+  }
+
+  private async failed(err: unknown, run: OutboxEntry[], signal: AbortSignal): Promise<number> {
+    if (signal.aborted) return 0;
+    const e = err instanceof BlockClientError ? err : new BlockClientError(String(err), 0, { cause: err });
+    if (e.unauthorized) {
+      this.hooks.unauthorized(e);
+      return 0;
+    }
+    if (e.rejected) {
+      this.hooks.reachable(true);
+      if (run.length > 1) {
+        // One bad reading must not hold the rest back: send them one by one to find it.
+        let n = 0;
+        for (const one of run) {
+          if (signal.aborted) break;
+          const token = this.hooks.token();
+          if (!token) break;
+          const got = await this.sendOne(token, [one], signal);
+          if (got === 0) break;
+          n += got;
+        }
+        return n;
+      }
+      const only = run[0] as OutboxEntry;
+      this.outbox.ack([only.id]);
+      this.hooks.rejected(only, e);
+      return 1;
+    }
+    this.hooks.reachable(false, e);
+    const delay = this.backoff.fail();
+    this.log.debug({ err: e.message, delayMs: delay }, "uplink failed, backing off");
+    await sleep(delay, signal);
+    return 0;
+  }
+}
+
+function stamp(e: OutboxEntry): { TIMESTAMP?: number; KEY: string } {
+  // A Pi without a real-time clock may stamp 1970 before NTP: the server then uses its own time.
+  return e.ts >= MIN_TIMESTAMP ? { TIMESTAMP: e.ts, KEY: e.key } : { KEY: e.key };
+}
+
+function wire(e: OutboxEntry): WireReading {
+  return { G: e.G, V: e.V, D: e.D, DA: e.DA, ...stamp(e) };
+}

@@ -1,0 +1,200 @@
+/**
+ * The block-side HTTP client (undici): activation, heartbeat/data/config events, the commands
+ * long-poll and the camera snapshot upload. Every non-2xx answer becomes a BlockClientError carrying
+ * the HTTP status and the server's envelope message, so callers can tell "revoked" (401), "bad
+ * reading" (400/413) and "try later" (network, 429, 5xx) apart.
+ */
+import { Agent, type Dispatcher, request } from "undici";
+import type { CommandsResponse, Command } from "./payloads.js";
+
+/** One event as sent on the wire: the payload schemas of protocol/payloads.ts plus TIMESTAMP/KEY. */
+export interface WireReading {
+  G: string;
+  V: number;
+  D: number;
+  DA: string;
+  /** Original reading time, epoch ms. */
+  TIMESTAMP?: number;
+  /** Idempotency key: the server stores a (node, KEY) once. */
+  KEY?: string;
+}
+export interface WireConfig {
+  G: string;
+  V: number;
+  D: number;
+  type: string;
+  DA?: string;
+  TIMESTAMP?: number;
+  KEY?: string;
+}
+
+export interface BlockClientOptions {
+  /** REST root including `/rest/v0`, e.g. `http://127.0.0.1:8000/rest/v0`. */
+  baseUrl: string;
+  /** Camera host root (`{stream_url}`); snapshot uploads go to `{streamUrl}/rest/v0/camera/:guid/snapshot`. */
+  streamUrl?: string;
+  nodeId: string;
+  /** undici dispatcher (shared by many simulated blocks, or a mock in tests). Default: a private Agent. */
+  dispatcher?: Dispatcher;
+  /** Timeout of ordinary calls, ms. Default 15 000. Held calls (activation, commands) use holdTimeoutMs. */
+  timeoutMs?: number;
+  /** Longest wait for a held call (activation, commands long-poll), ms. Default 75 000. */
+  holdTimeoutMs?: number;
+}
+
+/** A failed block call. `status` is 0 for network errors and timeouts. */
+export class BlockClientError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = "BlockClientError";
+  }
+  /** The token was refused: the block must activate again. */
+  get unauthorized(): boolean {
+    return this.status === 401 || this.status === 403;
+  }
+  /** The payload itself was refused; sending it again will not help. */
+  get rejected(): boolean {
+    return this.status === 400 || this.status === 413 || this.status === 404 || this.status === 409;
+  }
+}
+
+export class BlockClient {
+  readonly nodeId: string;
+  private readonly base: string;
+  private readonly stream: string | undefined;
+  private readonly dispatcher: Dispatcher;
+  private readonly ownDispatcher: boolean;
+  private readonly timeoutMs: number;
+  private readonly holdTimeoutMs: number;
+
+  constructor(o: BlockClientOptions) {
+    if (!/^https?:\/\//.test(o.baseUrl)) throw new TypeError(`BlockClient: baseUrl must be an http(s) URL, got "${o.baseUrl}"`);
+    if (!/^[A-Za-z0-9]{12,64}$/.test(o.nodeId)) throw new TypeError(`BlockClient: nodeId must be 12-64 alphanumerics, got "${o.nodeId}"`);
+    this.nodeId = o.nodeId;
+    this.base = o.baseUrl.replace(/\/+$/, "");
+    this.stream = o.streamUrl?.replace(/\/+$/, "");
+    this.ownDispatcher = o.dispatcher === undefined;
+    this.dispatcher = o.dispatcher ?? new Agent({ keepAliveTimeout: 60_000, connections: 8 });
+    this.timeoutMs = o.timeoutMs ?? 15_000;
+    this.holdTimeoutMs = o.holdTimeoutMs ?? 75_000;
+  }
+
+  /**
+   * One activation request. Two-legged (no userToken): held by the server; null on 204 (ask again).
+   * Direct: with a user access token, claims and answers at once.
+   */
+  async activate(opts: { userToken?: string; signal?: AbortSignal } = {}): Promise<string | null> {
+    const q = opts.userToken ? `?user_access_token=${encodeURIComponent(opts.userToken)}` : "";
+    const res = await this.call("GET", `${this.base}/block/${this.nodeId}/activate${q}`, {
+      signal: opts.signal,
+      hold: true,
+    });
+    if (res.status === 204) return null;
+    const token = (res.json as { token?: unknown } | null)?.token;
+    if (typeof token !== "string" || token.length === 0) throw new BlockClientError("activation answered without a token", res.status);
+    return token;
+  }
+
+  /** POST /block/:node/heartbeat with an array of readings (1..1000). */
+  async heartbeat(token: string, readings: WireReading[], signal?: AbortSignal): Promise<void> {
+    await this.call("POST", this.blockUrl("heartbeat"), { token, body: readings, signal });
+  }
+
+  /** POST /block/:node/data with one reading. */
+  async data(token: string, reading: WireReading, signal?: AbortSignal): Promise<void> {
+    await this.call("POST", this.blockUrl("data"), { token, body: reading, signal });
+  }
+
+  /** POST /block/:node/config with one config event. */
+  async config(token: string, event: WireConfig, signal?: AbortSignal): Promise<void> {
+    await this.call("POST", this.blockUrl("config"), { token, body: event, signal });
+  }
+
+  /** One commands long-poll: resolves with the queued commands (possibly none) when the hold ends. */
+  async commands(token: string, signal?: AbortSignal): Promise<Command[]> {
+    const res = await this.call("GET", this.blockUrl("commands"), { token, signal, hold: true });
+    const body = res.json as CommandsResponse | null;
+    if (!body || !Array.isArray(body.DEVICE)) throw new BlockClientError("commands answer without a DEVICE array", res.status);
+    return body.DEVICE.flatMap((c) => toCommand(c));
+  }
+
+  /** POST `{stream_url}/rest/v0/camera/:guid/snapshot` with a JPEG. */
+  async snapshot(token: string, guid: string, image: Uint8Array, signal?: AbortSignal): Promise<void> {
+    if (!this.stream) throw new BlockClientError("no stream_url configured for snapshot uploads", 0);
+    const url = `${this.stream}/rest/v0/camera/${encodeURIComponent(guid)}/snapshot`;
+    await this.call("POST", url, { token, raw: image, contentType: "image/jpeg", signal });
+  }
+
+  async close(): Promise<void> {
+    if (this.ownDispatcher) await this.dispatcher.close();
+  }
+
+  private blockUrl(what: string): string {
+    return `${this.base}/block/${this.nodeId}/${what}`;
+  }
+
+  private async call(
+    method: "GET" | "POST",
+    url: string,
+    o: { token?: string; body?: unknown; raw?: Uint8Array; contentType?: string; signal?: AbortSignal; hold?: boolean },
+  ): Promise<{ status: number; json: unknown }> {
+    const headers: Record<string, string> = {};
+    if (o.token) headers["x-service-token"] = o.token;
+    let body: string | Uint8Array | undefined;
+    if (o.raw) {
+      body = o.raw;
+      headers["content-type"] = o.contentType ?? "application/octet-stream";
+    } else if (o.body !== undefined) {
+      body = JSON.stringify(o.body);
+      headers["content-type"] = "application/json";
+    }
+    const timeout = o.hold ? this.holdTimeoutMs : this.timeoutMs;
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(url, {
+        method,
+        headers,
+        body,
+        dispatcher: this.dispatcher,
+        signal: o.signal,
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+      });
+    } catch (err) {
+      throw new BlockClientError(`${method} ${redact(url)}: ${(err as Error).message}`, 0, { cause: err });
+    }
+    const text = await res.body.text().catch(() => "");
+    let json: unknown = null;
+    if (text.length > 0) {
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = null;
+      }
+    }
+    if (res.statusCode >= 200 && res.statusCode < 300) return { status: res.statusCode, json };
+    const msg = (json as { error?: unknown } | null)?.error;
+    throw new BlockClientError(
+      `${method} ${redact(url)} answered ${res.statusCode}${typeof msg === "string" ? `: ${msg}` : ""}`,
+      res.statusCode,
+    );
+  }
+}
+
+/** URLs in error messages never carry the user token. */
+function redact(url: string): string {
+  return url.replace(/(user_access_token=)[^&]*/, "$1…");
+}
+
+/** A well-formed command, normalised (G and DA as strings); [] for anything else. */
+function toCommand(c: unknown): Command[] {
+  if (typeof c !== "object" || c === null) return [];
+  const o = c as Record<string, unknown>;
+  if (!(typeof o.G === "string" || typeof o.G === "number") || typeof o.V !== "number" || typeof o.D !== "number") return [];
+  const DA = typeof o.DA === "string" || typeof o.DA === "number" ? String(o.DA) : "";
+  return [{ G: String(o.G), V: o.V, D: o.D, DA, GUID: typeof o.GUID === "string" ? o.GUID : "" }];
+}

@@ -1,0 +1,127 @@
+/** The outbox contract, run against the in-memory and the SQLite implementation; the backoff. */
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { Backoff, sleep } from "../../gateway/agent/backoff.js";
+import { MemoryOutbox } from "../../gateway/agent/memory.js";
+import { SqliteOutbox } from "../../gateway/agent/sqlite-outbox.js";
+import type { NewOutboxEntry, Outbox, OutboxLimits } from "../../gateway/agent/types.js";
+import { tempDir } from "./helpers.js";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  vi.useRealTimers();
+});
+
+function entry(i: number, ts = 1_700_000_000_000 + i): NewOutboxEntry {
+  return { kind: "data", G: "1", V: 0, D: 9, DA: String(i), value: null, ts, key: `k${i}` };
+}
+
+const impls: [string, (limits?: Partial<OutboxLimits>) => Outbox][] = [
+  ["memory", (l) => new MemoryOutbox(l)],
+  [
+    "sqlite",
+    (l) => {
+      const d = tempDir("outbox");
+      dirs.push(d);
+      return new SqliteOutbox(join(d, "outbox.db"), l);
+    },
+  ],
+];
+
+describe.each(impls)("%s outbox", (_name, make) => {
+  it("keeps order and removes only acknowledged entries", () => {
+    const o = make();
+    o.append([entry(1), entry(2), entry(3)]);
+    const got = o.peek(10);
+    expect(got.map((e) => e.DA)).toEqual(["1", "2", "3"]);
+    o.ack([got[1]?.id as number]);
+    expect(o.peek(10).map((e) => e.DA)).toEqual(["1", "3"]);
+    expect(o.stats().rows).toBe(2);
+    o.close();
+  });
+
+  it("drops the oldest past the row and byte bounds and counts the drops", () => {
+    const o = make({ maxRows: 5 });
+    expect(o.append([1, 2, 3, 4, 5, 6, 7].map((i) => entry(i)))).toBe(2);
+    expect(o.peek(10).map((e) => e.DA)).toEqual(["3", "4", "5", "6", "7"]);
+    expect(o.stats().dropped).toBe(2);
+    const b = make({ maxBytes: 30 });
+    // Each entry is 1 (G) + 2 (DA) + 3 (key) = 6 bytes.
+    b.append([10, 11, 12, 13, 14, 15, 16].map((i) => entry(i)));
+    expect(b.stats().bytes).toBeLessThanOrEqual(30);
+    expect(b.peek(10).map((e) => e.DA)).toEqual(["12", "13", "14", "15", "16"]);
+    expect(b.stats().dropped).toBe(2);
+    o.close();
+    b.close();
+  });
+
+  it("expires entries past the age bound", () => {
+    const o = make({ maxAgeMs: 1000 });
+    o.append([entry(1, 1_000), entry(2, 5_000), entry(3, 9_000)]);
+    expect(o.expire(8_500)).toBe(2);
+    expect(o.peek(10).map((e) => e.DA)).toEqual(["3"]);
+    expect(o.stats().dropped).toBe(2);
+    o.close();
+  });
+});
+
+describe("SqliteOutbox durability", () => {
+  it("keeps entries and the drop counter across reopening", () => {
+    const d = tempDir("outbox");
+    dirs.push(d);
+    const file = join(d, "outbox.db");
+    const a = new SqliteOutbox(file, { maxRows: 3 });
+    a.append([1, 2, 3, 4].map((i) => entry(i)));
+    a.ack([a.peek(1)[0]?.id as number]);
+    a.close();
+    const b = new SqliteOutbox(file, { maxRows: 3 });
+    expect(b.peek(10).map((e) => [e.DA, e.key])).toEqual([
+      ["3", "k3"],
+      ["4", "k4"],
+    ]);
+    expect(b.stats()).toMatchObject({ rows: 2, dropped: 1 });
+    b.close();
+  });
+});
+
+describe("Backoff", () => {
+  it("grows the ceiling from 1 s to 2 min with full jitter", () => {
+    const b = new Backoff({ random: () => 0.999999, clock: () => 0 });
+    const delays = Array.from({ length: 10 }, () => b.fail());
+    expect(delays.map((d) => Math.round(d / 1000))).toEqual([1, 2, 4, 8, 16, 32, 64, 120, 120, 120]);
+    const low = new Backoff({ random: () => 0 });
+    expect(low.fail()).toBe(0);
+  });
+
+  it("resets only after 30 s of health", () => {
+    let now = 0;
+    const b = new Backoff({ random: () => 0.5, clock: () => now });
+    b.fail();
+    b.fail();
+    b.fail();
+    b.succeed();
+    now += 10_000;
+    expect(b.fail()).toBe(4000); // not healthy for long enough: the count goes on (ceiling 8 s)
+    b.succeed();
+    now += 30_000;
+    b.succeed();
+    expect(b.fail()).toBe(500);
+  });
+
+  it("sleep ends on its timer or on abort", async () => {
+    vi.useFakeTimers();
+    let done = false;
+    const p = sleep(2000).then(() => (done = true));
+    await vi.advanceTimersByTimeAsync(1999);
+    expect(done).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    await p;
+    expect(done).toBe(true);
+    const ac = new AbortController();
+    const q = sleep(60_000, ac.signal);
+    ac.abort();
+    await q;
+  });
+});
