@@ -2,11 +2,13 @@
 /** `blockkit`: one command line for the server, the gateway, the simulator and the API. */
 import { Command } from "commander";
 import { registerServer } from "./server.js";
+import { registerSim } from "./sim.js";
 
 const program = new Command();
 program.name("blockkit").description("blockkit: block service, gateway and fleet simulator").version("0.1.0");
 program.showHelpAfterError();
 registerServer(program);
+registerSim(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`blockkit: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -103,18 +103,19 @@ describe("camera JPEG", () => {
       const page = await browser.newPage();
       const shades = [0, 255, 128, 37];
       const jpg = encodeBlockJpeg(16, 16, (bx, by) => shades[by * 2 + bx] as number);
-      const got = await page.evaluate(async (b64) => {
+      // The page script is plain JavaScript run by the browser (no DOM types in this project).
+      const got = (await page.evaluate(`(async () => {
         const img = new Image();
-        img.src = `data:image/jpeg;base64,${b64}`;
+        img.src = "data:image/jpeg;base64,${jpg.toString("base64")}";
         await img.decode();
         const c = document.createElement("canvas");
         c.width = img.naturalWidth;
         c.height = img.naturalHeight;
-        const ctx = c.getContext("2d") as CanvasRenderingContext2D;
+        const ctx = c.getContext("2d");
         ctx.drawImage(img, 0, 0);
-        const px = (x: number, y: number): number => ctx.getImageData(x, y, 1, 1).data[0] as number;
+        const px = (x, y) => ctx.getImageData(x, y, 1, 1).data[0];
         return { w: img.naturalWidth, h: img.naturalHeight, px: [px(4, 4), px(12, 4), px(4, 12), px(12, 12)] };
-      }, jpg.toString("base64"));
+      })()`)) as { w: number; h: number; px: number[] };
       expect(got.w).toBe(16);
       expect(got.h).toBe(16);
       got.px.forEach((p, i) => expect(Math.abs(p - (shades[i] as number))).toBeLessThanOrEqual(2));
