@@ -36,6 +36,7 @@ export interface SimFlags {
   callbackHost: string;
   callbackPublicHost?: string;
   progress: number;
+  drain: number;
 }
 
 function wholeOrZero(value: string): number {
@@ -101,6 +102,7 @@ export function registerSim(program: Command): void {
     .option("--callback-host <host>", "address of the callback receiver", "127.0.0.1")
     .option("--callback-public-host <host>", "host name the server uses to reach the callback receiver")
     .option("--progress <seconds>", "headless progress line interval", positiveNumber, 2)
+    .option("--drain <seconds>", "longest wait at the end for unacknowledged readings and commands", positiveNumber, 15)
     .action(async (flags: SimFlags) => {
       const { server, token } = target(flags);
       let scenario: LoadedScenario;
@@ -117,6 +119,7 @@ export function registerSim(program: Command): void {
         token,
         callbackHost: flags.callbackHost,
         callbackPublicHost: flags.callbackPublicHost,
+        drainTimeoutMs: flags.drain * 1000,
       });
       let signals = 0;
       const onSignal = (): void => {

@@ -21,7 +21,7 @@ export interface Report {
   /** Measured time (after the warm-up), seconds. */
   duration_s: number;
   blocks: BlockCounts;
-  counts: MetricsSnapshot["counters"] & { commands_lost: number; callback_devices: number };
+  counts: MetricsSnapshot["counters"] & { commands_lost: number; commands_in_flight: number; callback_devices: number };
   errors_by_kind: Record<string, number>;
   latency_ms: { ingest: MetricsSnapshot["ingest"]; command: MetricsSnapshot["command"]; callback: MetricsSnapshot["callback"] };
   events_per_s: number;
@@ -98,6 +98,7 @@ export function buildReport(i: ReportInput): Report {
     counts: {
       ...c,
       commands_lost: Math.max(0, c.commands_sent - c.commands_received - i.commandsInFlight),
+      commands_in_flight: i.commandsInFlight,
       callback_devices: i.callbackDevices,
     },
     errors_by_kind: i.metrics.errors_by_kind,

@@ -201,6 +201,7 @@ export class SimRunner {
     if (this.callbacks.registered.length > 0) await this.wait(1500);
     const backlog = this.fleet.backlog();
     if (backlog > 0) this.log.add("warn", `${backlog} readings were still unacknowledged when the drain time ran out`);
+    for (const p of this.commands.pendingList()) this.log.add("warn", `command ${p.da} to ${p.guid} still in flight after ${Math.round(p.ageMs)} ms`);
     const report = buildReport({
       scenario: this.o.scenario,
       startedAt: this.startedAt,

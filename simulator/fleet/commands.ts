@@ -51,6 +51,11 @@ export class CommandDriver {
     await Promise.allSettled([...this.puts]);
   }
 
+  pendingList(): { guid: string; da: string; ageMs: number }[] {
+    const now = this.clock();
+    return [...this.pending].map(([guid, p]) => ({ guid, da: p.da, ageMs: now - p.sentAt }));
+  }
+
   get inFlight(): number {
     return this.pending.size;
   }
