@@ -25,7 +25,12 @@ export interface Report {
   errors_by_kind: Record<string, number>;
   latency_ms: { ingest: MetricsSnapshot["ingest"]; command: MetricsSnapshot["command"]; callback: MetricsSnapshot["callback"] };
   events_per_s: number;
-  simulator: LoadSummary & { bottleneck: "simulator" | "server" | "none"; reason: string };
+  simulator: LoadSummary & {
+    /** CPU of the simulator per event acknowledged in the measured window, microseconds. */
+    cpu_us_per_event: number | null;
+    bottleneck: "simulator" | "server" | "none";
+    reason: string;
+  };
   thresholds: ThresholdResult[];
   passed: boolean;
 }
@@ -36,7 +41,10 @@ export interface ReportInput {
   measuredMs: number;
   blocks: BlockCounts;
   metrics: MetricsSnapshot;
+  /** The simulator's load over the measured window. */
   load: LoadSummary;
+  /** Events acknowledged during the measured window. */
+  measuredAcked: number;
   callbackDevices: number;
   /** Commands still in flight when the run ended (not counted as lost). */
   commandsInFlight: number;
@@ -103,8 +111,12 @@ export function buildReport(i: ReportInput): Report {
     },
     errors_by_kind: i.metrics.errors_by_kind,
     latency_ms: { ingest: i.metrics.ingest, command: i.metrics.command, callback: i.metrics.callback },
-    events_per_s: i.measuredMs > 0 ? Math.round((c.events_acked / i.measuredMs) * 1e5) / 100 : 0,
-    simulator: { ...i.load, ...bottleneck(i) },
+    events_per_s: i.measuredMs > 0 ? Math.round((i.measuredAcked / i.measuredMs) * 1e5) / 100 : 0,
+    simulator: {
+      ...i.load,
+      cpu_us_per_event: i.measuredAcked > 0 ? Math.round(((i.load.cpu_user_ms + i.load.cpu_system_ms) * 1e5) / i.measuredAcked) / 100 : null,
+      ...bottleneck(i),
+    },
   };
   const thresholds = checkThresholds(i.scenario.thresholds, metricTable(base));
   return { ...base, thresholds, passed: thresholds.every((t) => t.passed) };
@@ -123,7 +135,7 @@ export function summaryLines(r: Report): string[] {
     lat("ingest ack", r.latency_ms.ingest),
     lat("command round trip", r.latency_ms.command),
     `${lat("callback delivery", r.latency_ms.callback)}, ${r.counts.callbacks_received} deliveries on ${r.counts.callback_devices} devices`,
-    `simulator: CPU ${r.simulator.cpu_percent}% (max ${r.simulator.cpu_percent_max}%), loop delay p99 ${r.simulator.loop_delay_p99_ms} ms; bottleneck: ${r.simulator.bottleneck} (${r.simulator.reason})`,
+    `simulator: CPU ${r.simulator.cpu_percent}% (max ${r.simulator.cpu_percent_max}%, ${r.simulator.cpu_us_per_event ?? "-"} µs/event), loop delay p99 ${r.simulator.loop_delay_p99_ms} ms; bottleneck: ${r.simulator.bottleneck} (${r.simulator.reason})`,
   ];
   for (const t of r.thresholds) lines.push(`threshold ${t.passed ? "ok  " : "FAIL"} ${t.text} (actual ${t.actual ?? "no data"})`);
   return lines;

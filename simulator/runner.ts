@@ -57,6 +57,7 @@ export class SimRunner {
   private ticker: NodeJS.Timeout | undefined;
   private readonly timers = new Set<NodeJS.Timeout>();
   private chaosCount = 0;
+  private ackedAtStart = 0;
   private endRequested: (() => void) | null = null;
   readonly finished: Promise<Report>;
   private resolveFinished!: (r: Report) => void;
@@ -121,6 +122,8 @@ export class SimRunner {
     if (this.phase === "ramping" || this.phase === "warmup") {
       this.phase = "running";
       this.measureStart = this.clock();
+      this.ackedAtStart = this.metrics.counters.events_acked;
+      this.load.mark();
       this.chaos.start(s.chaos);
       await Promise.race([this.untilMeasured(s.duration_s * 1000), ended]);
     }
@@ -191,6 +194,9 @@ export class SimRunner {
     this.phase = "draining";
     if (this.paused) await this.resume();
     const measuredMs = this.measuredMs();
+    // The simulator's load and the acknowledged rate cover the measured window, not the drain.
+    const load = this.load.summary();
+    const measuredAcked = this.measureStart === null ? 0 : this.metrics.counters.events_acked - this.ackedAtStart;
     this.chaos.stop();
     this.commands.stop();
     this.fleet.quiesce();
@@ -208,7 +214,8 @@ export class SimRunner {
       measuredMs,
       blocks: { planned: this.fleet.planned, activated: this.fleet.activated, failed: this.fleet.planned - this.fleet.activated },
       metrics: this.metrics.snapshot(),
-      load: this.load.summary(),
+      load,
+      measuredAcked,
       callbackDevices: this.callbacks.registered.length,
       commandsInFlight: this.commands.inFlight,
     });

@@ -35,6 +35,14 @@ export class SelfLoad {
     this.startAt = this.lastAt = this.clock();
   }
 
+  /** Starts the measured window: the summary covers only what follows (not ramp-up or warm-up). */
+  mark(): void {
+    this.startCpu = process.cpuUsage();
+    this.startAt = this.clock();
+    this.maxPercent = 0;
+    this.loop?.reset();
+  }
+
   /** Takes a CPU sample (call about once a second); returns the percent since the last one. */
   sample(): number {
     const cpu = process.cpuUsage();

@@ -80,6 +80,7 @@ describe("report", () => {
       blocks: { planned: 1, activated: 1, failed: 0 },
       metrics: m.snapshot(),
       load: { cpu_percent: 12, cpu_percent_max: 20, cpu_user_ms: 1, cpu_system_ms: 1, loop_delay_p50_ms: 1, loop_delay_p99_ms: 3, loop_delay_max_ms: 4 },
+      measuredAcked: 100,
       callbackDevices: 0,
       commandsInFlight: 0,
     };
@@ -88,6 +89,7 @@ describe("report", () => {
   it("passes or fails on thresholds; no callback data fails its threshold honestly", () => {
     const r = buildReport(input(0));
     expect(r.events_per_s).toBe(10);
+    expect(r.simulator.cpu_us_per_event).toBe(20);
     expect(r.counts.callbacks_received).toBe(0);
     expect(r.thresholds.map((t) => t.passed)).toEqual([true, true, false]);
     expect(r.passed).toBe(false);
