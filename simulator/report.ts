@@ -9,6 +9,9 @@ import type { MetricsSnapshot } from "./metrics/metrics.js";
 import type { LoadedScenario } from "./scenario/parse.js";
 import { type ThresholdMetric, type ThresholdResult, checkThresholds } from "./scenario/thresholds.js";
 
+/** Who limited the run: the simulator process, the server, the machine (other load), or nobody. */
+export type Bottleneck = "simulator" | "server" | "host" | "none";
+
 export interface BlockCounts {
   planned: number;
   activated: number;
@@ -28,7 +31,7 @@ export interface Report {
   simulator: LoadSummary & {
     /** CPU of the simulator per event acknowledged in the measured window, microseconds. */
     cpu_us_per_event: number | null;
-    bottleneck: "simulator" | "server" | "none";
+    bottleneck: Bottleneck;
     reason: string;
   };
   thresholds: ThresholdResult[];
@@ -54,8 +57,14 @@ export interface ReportInput {
 const CPU_LIMIT_PERCENT = 90;
 const LOOP_DELAY_LIMIT_MS = 100;
 
-function bottleneck(i: ReportInput): { bottleneck: "simulator" | "server" | "none"; reason: string } {
+function bottleneck(i: ReportInput): { bottleneck: Bottleneck; reason: string } {
   const l = i.load;
+  if (l.loop_delay_p99_ms >= LOOP_DELAY_LIMIT_MS && l.cpu_percent < CPU_LIMIT_PERCENT / 2) {
+    return {
+      bottleneck: "host",
+      reason: `event-loop delay p99 ${l.loop_delay_p99_ms} ms while the simulator used only ${l.cpu_percent}% of a core: the machine is busy with other work`,
+    };
+  }
   if (l.cpu_percent >= CPU_LIMIT_PERCENT || l.loop_delay_p99_ms >= LOOP_DELAY_LIMIT_MS) {
     return {
       bottleneck: "simulator",

@@ -104,6 +104,11 @@ describe("report", () => {
     const i = input(0);
     expect(buildReport(i).simulator.bottleneck).toBe("none");
     expect(buildReport({ ...i, load: { ...i.load, cpu_percent: 97 } }).simulator.bottleneck).toBe("simulator");
+    expect(buildReport({ ...i, load: { ...i.load, cpu_percent: 60, loop_delay_p99_ms: 150 } }).simulator.bottleneck).toBe("simulator");
+    expect(buildReport({ ...i, load: { ...i.load, cpu_percent: 20, loop_delay_p99_ms: 300 } }).simulator.bottleneck).toBe("host");
+    const slow = input(0);
+    slow.metrics.ingest.p99 = 2500;
+    expect(buildReport(slow).simulator.bottleneck).toBe("server");
   });
 });
 
