@@ -59,6 +59,17 @@ const LOOP_DELAY_LIMIT_MS = 100;
 
 function bottleneck(i: ReportInput): { bottleneck: Bottleneck; reason: string } {
   const l = i.load;
+  const c = i.metrics.counters;
+  const backlog = c.events_sent - c.events_acked - c.errors;
+  const p50 = i.metrics.ingest.p50 ?? 0;
+  const p99 = i.metrics.ingest.p99 ?? 0;
+  const serverSlow = p99 > 1000 || backlog > Math.max(100, c.events_sent * 0.05) || (i.metrics.errors_by_kind.uplink_http_429 ?? 0) > 0;
+  const server = {
+    bottleneck: "server" as const,
+    reason: `ingest p50 ${p50} ms p99 ${p99} ms, far above the simulator's own event-loop delay (p99 ${l.loop_delay_p99_ms} ms)`,
+  };
+  // Readings that wait much longer than the simulator's loop ever stalls wait on the server.
+  if (serverSlow && p50 > 5 * l.loop_delay_p99_ms) return server;
   if (l.loop_delay_p99_ms >= LOOP_DELAY_LIMIT_MS && l.cpu_percent < CPU_LIMIT_PERCENT / 2) {
     return {
       bottleneck: "host",
@@ -71,12 +82,7 @@ function bottleneck(i: ReportInput): { bottleneck: Bottleneck; reason: string } 
       reason: `simulator CPU ${l.cpu_percent}% of a core, event-loop delay p99 ${l.loop_delay_p99_ms} ms: run more simulator processes`,
     };
   }
-  const c = i.metrics.counters;
-  const backlog = c.events_sent - c.events_acked - c.errors;
-  const p99 = i.metrics.ingest.p99 ?? 0;
-  if (p99 > 1000 || backlog > Math.max(100, c.events_sent * 0.05) || (i.metrics.errors_by_kind.http_429 ?? 0) > 0) {
-    return { bottleneck: "server", reason: `ingest p99 ${p99} ms, ${backlog} events unacknowledged, simulator not saturated` };
-  }
+  if (serverSlow) return server;
   return { bottleneck: "none", reason: "neither side saturated" };
 }
 

@@ -3,12 +3,12 @@
  * token (direct flow) or, for the first `two_legged` blocks, through the two-legged flow where the
  * simulator claims each waiting block as the user (POST /block).
  */
-import { Agent, type Dispatcher } from "undici";
 import type { ApiClient } from "../../protocol/api-client.js";
 import type { Command } from "../../protocol/payloads.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { Random } from "../random.js";
 import { type LoadedScenario, nodeIdFor } from "../scenario/parse.js";
+import { type FleetDispatcher, fleetDispatcher } from "./dispatcher.js";
 import { Scheduler } from "./scheduler.js";
 import { type SimDevice, VirtualBlock } from "./virtual-block.js";
 
@@ -27,7 +27,7 @@ export interface FleetOptions {
 export class Fleet {
   readonly blocks: VirtualBlock[] = [];
   readonly scheduler: Scheduler;
-  readonly dispatcher: Dispatcher;
+  readonly http: FleetDispatcher;
   private readonly rng: Random;
   private rampTimer: NodeJS.Timeout | undefined;
   private started = 0;
@@ -41,8 +41,7 @@ export class Fleet {
   constructor(private readonly o: FleetOptions) {
     this.scheduler = new Scheduler(o.clock ?? Date.now);
     this.rng = new Random(o.scenario.seed);
-    // One pool for all blocks; the long-polls hold a connection each, so no per-origin cap.
-    this.dispatcher = new Agent({ keepAliveTimeout: 60_000, connections: null, pipelining: 1 });
+    this.http = fleetDispatcher();
     const s = o.scenario;
     for (let i = 0; i < s.blocks.count; i++) {
       const nodeId = nodeIdFor(s.blocks.node_id, s.seed, i);
@@ -51,7 +50,7 @@ export class Fleet {
         new VirtualBlock(i, nodeId, s.devices, this.rng, {
           baseUrl: o.baseUrl,
           streamUrl: o.streamUrl,
-          dispatcher: this.dispatcher,
+          dispatcher: this.http.dispatcher,
           scheduler: this.scheduler,
           metrics: o.metrics,
           userToken: twoLegged ? undefined : o.userToken,
@@ -74,13 +73,18 @@ export class Fleet {
     return this.started;
   }
 
-  /** Starts the blocks at `ramp_up.blocks_per_s`; returns at once (see rampDone). */
+  /**
+   * Starts the blocks at `ramp_up.blocks_per_s`, never more than `max_pending` of them waiting for
+   * activation (the ramp follows the server's activation rate); returns at once (see rampDone).
+   */
   start(): void {
-    const perTick = Math.max(1, Math.round(this.o.scenario.ramp_up.blocks_per_s / 10));
+    const { blocks_per_s, max_pending } = this.o.scenario.ramp_up;
+    const perTick = Math.max(1, Math.round(blocks_per_s / 10));
     this.rampDone = new Promise<void>((resolve) => {
       const step = (): void => {
         if (this.stopped) return resolve();
-        const end = Math.min(this.blocks.length, this.started + perTick);
+        const room = Math.max(0, max_pending - (this.started - this.activated - this.activationFailed));
+        const end = Math.min(this.blocks.length, this.started + Math.min(perTick, room));
         for (; this.started < end; this.started++) this.startBlock(this.blocks[this.started] as VirtualBlock);
         if (this.started >= this.blocks.length) {
           this.rampTimer = undefined;
@@ -166,6 +170,6 @@ export class Fleet {
     this.quiesce();
     await Promise.allSettled([...this.claims]);
     await Promise.all(this.blocks.slice(0, this.started).map((b) => b.stop()));
-    await this.dispatcher.close().catch(() => undefined);
+    await this.http.close().catch(() => undefined);
   }
 }

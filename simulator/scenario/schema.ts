@@ -128,7 +128,11 @@ export const ScenarioSchema = Type.Object(
     ),
     devices: Type.Array(DeviceSpec, { minItems: 1, maxItems: 100 }),
     ramp_up: Type.Object(
-      { blocks_per_s: Type.Number({ exclusiveMinimum: 0, default: 500 }) },
+      {
+        blocks_per_s: Type.Number({ exclusiveMinimum: 0, default: 500 }),
+        /** Blocks started but not yet activated, at most; the ramp waits for the server beyond it. */
+        max_pending: Type.Integer({ minimum: 1, default: 100 }),
+      },
       { additionalProperties: false, default: {} },
     ),
     warmup_s: Type.Number({ minimum: 0, default: 0 }),

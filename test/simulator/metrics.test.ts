@@ -107,8 +107,11 @@ describe("report", () => {
     expect(buildReport({ ...i, load: { ...i.load, cpu_percent: 60, loop_delay_p99_ms: 150 } }).simulator.bottleneck).toBe("simulator");
     expect(buildReport({ ...i, load: { ...i.load, cpu_percent: 20, loop_delay_p99_ms: 300 } }).simulator.bottleneck).toBe("host");
     const slow = input(0);
+    slow.metrics.ingest.p50 = 2000;
     slow.metrics.ingest.p99 = 2500;
     expect(buildReport(slow).simulator.bottleneck).toBe("server");
+    // Slow acknowledgements explained by the simulator's own stalls are the simulator's.
+    expect(buildReport({ ...slow, load: { ...slow.load, cpu_percent: 95, loop_delay_p99_ms: 900 } }).simulator.bottleneck).toBe("simulator");
   });
 });
 
