@@ -18,6 +18,9 @@ if (files.length === 0) {
   process.stderr.write(`no benchmark matches ${wanted.join(" ")}\n`);
   process.exit(2);
 }
+// Benchmarks measure the built program, as it runs in production.
+const build = spawnSync("npm", ["run", "build"], { stdio: "inherit", cwd: join(here, "..") });
+if (build.status !== 0) process.exit(1);
 let failed = 0;
 for (const f of files) {
   process.stdout.write(`\n=== ${f} ===\n`);

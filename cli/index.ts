@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** `blockkit`: one command line for the server, the gateway, the simulator and the API. */
 import { Command } from "commander";
+import { registerGateway } from "./gateway.js";
 import { registerServer } from "./server.js";
 import { registerSim } from "./sim.js";
 
@@ -8,6 +9,7 @@ const program = new Command();
 program.name("blockkit").description("blockkit: block service, gateway and fleet simulator").version("0.1.0");
 program.showHelpAfterError();
 registerServer(program);
+registerGateway(program);
 registerSim(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {

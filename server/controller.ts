@@ -5,6 +5,7 @@
  * the store.
  */
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import pino, { type Logger } from "pino";
 import { LocalBus } from "./bus/local.js";
@@ -12,6 +13,7 @@ import type { Bus } from "./bus/types.js";
 import { REST_PREFIX, buildApiApp, buildStreamApp } from "./http/app.js";
 import { Activation } from "./services/activation.js";
 import { AuthService } from "./services/auth.js";
+import { Automation, type AutomationOptions } from "./services/automation/index.js";
 import { CommandHub } from "./services/commands.js";
 import { DeviceService } from "./services/devices.js";
 import { HistoryService } from "./services/history.js";
@@ -43,6 +45,8 @@ export interface ServerOptions {
   commandTtlSeconds?: number;
   /** Per-credential rate limit, requests per second (0 = off). Default 1000, burst twice that. */
   rateLimitPerSecond?: number;
+  /** Tuning of sub-devices, callbacks, rules and the camera (timeouts, retries); defaults suit production. */
+  automation?: AutomationOptions;
   logger?: Logger;
   logLevel?: string;
   clock?: () => number;
@@ -92,7 +96,7 @@ export class BlockkitServer {
       { holdMs, ttlMs: (o.commandTtlSeconds ?? 60) * 1000 },
       clock,
     );
-    this.services = {
+    const core = {
       settings: { pollHoldMs: holdMs, baseUrl: "", authUrl: "", streamUrl: "" },
       log,
       clock,
@@ -106,12 +110,22 @@ export class BlockkitServer {
       devices: new DeviceService(store, commands),
       history: new HistoryService(store, clock),
     };
+    this.services = {
+      ...core,
+      automation: new Automation(core, {
+        smsUrl: o.smsUrl,
+        smtpUrl: o.smtpUrl,
+        filesDir: join(o.dataDir ?? "./data", "files"),
+        ...o.automation,
+      }),
+    };
     this.api = buildApiApp(this.services);
     this.stream = buildStreamApp(this.services);
     await Promise.all([this.api.ready(), this.stream.ready()]);
     rateLimiter.start();
     this.services.ingest.start();
     commands.start();
+    await this.services.automation.start();
     return this.ensureFirstUser();
   }
 
@@ -143,6 +157,7 @@ export class BlockkitServer {
     // Answer held polls first so that closing the listeners does not wait for their holds.
     s.commands.stop();
     s.activation.stop();
+    await s.automation.stop();
     await Promise.all([this.api.close(), this.stream.close()]);
     await s.ingest.stop();
     s.rateLimiter.stop();

@@ -1,6 +1,7 @@
 /** Builds the two fastify instances: the API (REST under /rest/v0, auth pages at the root) and the stream listener. */
-import Fastify, { type FastifyInstance, LogController } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply, LogController } from "fastify";
 import type { Logger } from "pino";
+import { fail } from "../../protocol/envelope.js";
 import type { Services } from "../services/index.js";
 import { installAuth } from "./auth.js";
 import { blockEventRoutes } from "./block-events.js";
@@ -9,6 +10,10 @@ import { callbackRoutes } from "./callbacks.js";
 import { deviceRoutes } from "./devices.js";
 import { installErrorHandling } from "./errors.js";
 import { serviceDeviceRoutes } from "./service-devices.js";
+import { subDeviceRoutes } from "./subdevices.js";
+import { ruleRoutes } from "./rules.js";
+import { fileHostAuthRoutes, fileHostRoutes } from "./filehost.js";
+import { cameraRoutes } from "./camera.js";
 
 export const REST_PREFIX = "/rest/v0";
 export const JSON_BODY_LIMIT = 64 * 1024;
@@ -32,6 +37,14 @@ function baseFastify(log: Logger, bodyLimit: number): FastifyInstance {
     return503OnClosing: true,
     forceCloseConnections: "idle",
     ajv: { customOptions: { coerceTypes: "array", removeAdditional: false, allErrors: false } },
+    // Errors raised before routing (a path segment over maxParamLength, bad percent-encoding):
+    // fastify answers them with its own JSON shape unless they pass through here.
+    frameworkErrors: (err, _request, reply) => {
+      const tooLong = err.code === "FST_ERR_MAX_PARAM_LENGTH";
+      void (reply as unknown as FastifyReply)
+        .code(tooLong ? 414 : 400)
+        .send(fail(tooLong ? "a path segment is longer than 256 characters" : "the path is not a valid URL (bad percent-encoding)"));
+    },
   }) as unknown as FastifyInstance;
   const jsonParser = app.getDefaultJsonParser("error", "error");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
@@ -45,6 +58,18 @@ function baseFastify(log: Logger, bodyLimit: number): FastifyInstance {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
   installErrorHandling(app);
+  // Node's server.close() ends only the keep-alive connections idle at that moment. A response
+  // finished later (a held poll answered at shutdown) would leave its connection open, and close()
+  // waiting, for the whole keep-alive timeout (72 s): end such a connection once it is written.
+  let closing = false;
+  app.addHook("preClose", (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook("onResponse", (request, _reply, done) => {
+    if (closing) request.raw.socket?.end();
+    done();
+  });
   return app;
 }
 
@@ -52,14 +77,18 @@ function baseFastify(log: Logger, bodyLimit: number): FastifyInstance {
 export function buildApiApp(s: Services): FastifyInstance {
   const app = baseFastify(s.log.child({ module: "srv:http" }), JSON_BODY_LIMIT);
   installAuth(app, s);
-  app.get("/healthz", async () => ({ ok: true }));
+  app.get("/healthz", async () => ({ ok: true, heldPolls: s.commands.heldPolls, ingestQueue: s.ingest.depth }));
   serviceDeviceRoutes(app, s);
+  fileHostAuthRoutes(app, s);
   void app.register(
     async (api) => {
       deviceRoutes(api, s);
       callbackRoutes(api, s);
       blockRoutes(api, s);
       blockEventRoutes(api, s);
+      subDeviceRoutes(api, s);
+      ruleRoutes(api, s);
+      fileHostRoutes(api, s);
     },
     { prefix: REST_PREFIX },
   );
@@ -71,5 +100,6 @@ export function buildStreamApp(s: Services): FastifyInstance {
   const app = baseFastify(s.log.child({ module: "srv:stream" }), SNAPSHOT_BODY_LIMIT);
   installAuth(app, s);
   app.get("/healthz", async () => ({ ok: true }));
+  cameraRoutes(app, s);
   return app;
 }

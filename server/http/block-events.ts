@@ -62,7 +62,7 @@ export function blockEventRoutes(app: FastifyInstance, s: Services): void {
 
   app.get("/block/:nodeId/commands", { config: block, schema: { params: NodeIdParam } }, async (request, reply) => {
     const { nodeId } = blockOf(request);
-    const rows = await s.commands.poll(nodeId, s.settings.pollHoldMs, (cancel) => {
+    const rows = await s.commands.poll(nodeId, (cancel) => {
       reply.raw.once("close", () => {
         if (!reply.raw.writableFinished) cancel();
       });

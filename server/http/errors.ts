@@ -11,10 +11,40 @@ const FASTIFY_STATUS: Record<string, number> = {
   FST_ERR_CTP_INVALID_JSON_BODY: 400,
 };
 
+/**
+ * One sentence per field from ajv's errors. A union reports one error per branch ("must be string,
+ * must be integer, must match a schema in anyOf"; seven "must be equal to constant" for an enum of
+ * literals): fold those into "must be string or integer" and "must be one of a, b, c".
+ */
+function validationMessage(err: FastifyError): string {
+  const context = err.validationContext ?? "request";
+  const fields = new Map<string, { types: string[]; values: unknown[]; other: string[] }>();
+  for (const v of err.validation ?? []) {
+    const path = `${context}${v.instancePath}`;
+    let f = fields.get(path);
+    if (!f) {
+      f = { types: [], values: [], other: [] };
+      fields.set(path, f);
+    }
+    const params = v.params as { type?: string; allowedValue?: unknown; allowedValues?: unknown[] };
+    if (v.keyword === "type" && params.type) f.types.push(params.type);
+    else if (v.keyword === "const") f.values.push(params.allowedValue);
+    else if (v.keyword === "enum") f.values.push(...(params.allowedValues ?? []));
+    else if (v.keyword !== "anyOf" && v.message) f.other.push(v.message);
+  }
+  const parts: string[] = [];
+  for (const [path, f] of fields) {
+    if (f.other.length > 0) parts.push(`${path} ${[...new Set(f.other)].join(", ")}`);
+    else if (f.values.length > 0) parts.push(`${path} must be one of ${f.values.map(String).join(", ")}`);
+    else if (f.types.length > 0) parts.push(`${path} must be ${[...new Set(f.types)].join(" or ")}`);
+  }
+  return `invalid request: ${parts.length > 0 ? parts.join("; ") : err.message}`;
+}
+
 function describe(err: FastifyError): { status: number; message: string } {
   if (err instanceof ServiceError) return { status: err.statusCode, message: err.message };
   if (err.validation) {
-    return { status: 400, message: `invalid request: ${err.message}` };
+    return { status: 400, message: validationMessage(err) };
   }
   if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") return { status: 413, message: "request body too large (limit 64 KiB)" };
   if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {

@@ -5,7 +5,6 @@
 import type { Logger } from "pino";
 import type { Command } from "../../protocol/payloads.js";
 import type { Bus } from "../bus/types.js";
-import { badRequest } from "../errors.js";
 import type { CommandRow, DeviceRow, Store } from "../store/types.js";
 
 /**
@@ -21,18 +20,36 @@ export interface CommandHubOptions {
   ttlMs: number;
 }
 
-interface Waiter {
-  finish(rows: CommandRow[]): void;
+/** One held poll. A small class rather than closures: ten thousand of these are held at once. */
+class Waiter {
+  done = false;
+  checking = false;
+
+  constructor(
+    readonly nodeId: string,
+    /** performance.now() at which the hold ends: holds run on real elapsed time, TTLs on the clock. */
+    readonly deadline: number,
+    readonly holdMs: number,
+    readonly resolve: (rows: CommandRow[]) => void,
+  ) {}
 }
+
+/** Bus channel that carries the node id of every newly queued command. */
+export const COMMANDS_CHANNEL = "commands";
+/** Granularity of hold expiry, ms. */
+const HOLD_SWEEP_MS = 250;
 
 export function toCommand(row: CommandRow): Command {
   return { G: row.g, V: row.v, D: row.d, DA: row.da, GUID: row.guid };
 }
 
 export class CommandHub {
+  /** node id -> its held poll, in the order the polls began (so, by deadline). */
   private readonly waiters = new Map<string, Waiter>();
   private readonly interceptors: CommandInterceptor[] = [];
   private sweep: NodeJS.Timeout | undefined;
+  private holdSweep: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => void) | undefined;
   private stopped = false;
   readonly stats = { queued: 0, delivered: 0 };
 
@@ -49,13 +66,23 @@ export class CommandHub {
       this.store.commands.expire(this.clock()).catch((err: unknown) => this.log.warn({ err }, "expiring commands failed"));
     }, 10_000);
     this.sweep.unref();
+    // One timer for every held poll: holds end within HOLD_SWEEP_MS after their deadline.
+    this.holdSweep = setInterval(() => this.endHolds(), HOLD_SWEEP_MS);
+    this.holdSweep.unref();
+    // One subscription for every node: the message is the node id.
+    this.unsubscribe = this.bus.subscribe(COMMANDS_CHANNEL, (nodeId) => {
+      const w = this.waiters.get(nodeId);
+      if (w) this.check(w);
+    });
   }
 
   /** Answers every held poll with no commands and refuses new holds. */
   stop(): void {
     this.stopped = true;
     if (this.sweep) clearInterval(this.sweep);
-    for (const w of [...this.waiters.values()]) w.finish([]);
+    if (this.holdSweep) clearInterval(this.holdSweep);
+    this.unsubscribe?.();
+    for (const w of [...this.waiters.values()]) this.finish(w, []);
   }
 
   addInterceptor(interceptor: CommandInterceptor): void {
@@ -77,7 +104,7 @@ export class CommandHub {
       expires: now + this.options.ttlMs,
     });
     this.stats.queued++;
-    this.bus.publish(`cmd:${device.node_id}`, "");
+    this.bus.publish(COMMANDS_CHANNEL, device.node_id);
   }
 
   /**
@@ -85,48 +112,44 @@ export class CommandHub {
    * arrives or the hold ends (with none). `onAbort` registers a hook for a client that went away.
    * A newer poll for the same node answers the older one with none.
    */
-  async poll(nodeId: string, holdMs: number, onAbort: (cancel: () => void) => void): Promise<CommandRow[]> {
-    if (holdMs < 0) throw badRequest("hold must not be negative");
-    this.waiters.get(nodeId)?.finish([]);
-    return new Promise<CommandRow[]>((resolve, reject) => {
-      let done = false;
-      let checking = false;
-      const waiter: Waiter = {
-        finish: (rows) => {
-          if (done) return;
-          done = true;
-          clearTimeout(timer);
-          unsubscribe();
-          if (this.waiters.get(nodeId) === waiter) this.waiters.delete(nodeId);
-          resolve(rows);
-        },
-      };
-      const check = (): void => {
-        if (done || checking) return;
-        checking = true;
-        this.store.commands.pending(nodeId, this.clock()).then(
-          (rows) => {
-            checking = false;
-            if (rows.length > 0 || this.stopped || holdMs === 0) waiter.finish(rows);
-          },
-          (err: unknown) => {
-            checking = false;
-            if (done) return;
-            done = true;
-            clearTimeout(timer);
-            unsubscribe();
-            if (this.waiters.get(nodeId) === waiter) this.waiters.delete(nodeId);
-            reject(err);
-          },
-        );
-      };
-      // Subscribe before the first look at the queue so that no command slips between the two.
-      const unsubscribe = this.bus.subscribe(`cmd:${nodeId}`, check);
-      this.waiters.set(nodeId, waiter);
-      const timer = setTimeout(() => waiter.finish([]), holdMs);
-      onAbort(() => waiter.finish([]));
-      check();
+  poll(nodeId: string, onAbort: (cancel: () => void) => void, holdMs = this.options.holdMs): Promise<CommandRow[]> {
+    const older = this.waiters.get(nodeId);
+    if (older) this.finish(older, []);
+    return new Promise<CommandRow[]>((resolve) => {
+      const w = new Waiter(nodeId, performance.now() + holdMs, holdMs, resolve);
+      this.waiters.set(nodeId, w);
+      onAbort(() => this.finish(w, []));
+      this.check(w);
     });
+  }
+
+  private check(w: Waiter): void {
+    if (w.done || w.checking) return;
+    w.checking = true;
+    this.store.commands.pending(w.nodeId, this.clock()).then(
+      (rows) => {
+        w.checking = false;
+        if (rows.length > 0 || this.stopped || w.holdMs === 0) this.finish(w, rows);
+      },
+      (err: unknown) => {
+        w.checking = false;
+        if (w.done) return;
+        this.finish(w, []);
+        this.log.error({ err, nodeId: w.nodeId }, "reading queued commands failed");
+      },
+    );
+  }
+
+  private finish(w: Waiter, rows: CommandRow[]): void {
+    if (w.done) return;
+    w.done = true;
+    if (this.waiters.get(w.nodeId) === w) this.waiters.delete(w.nodeId);
+    w.resolve(rows);
+  }
+
+  private endHolds(): void {
+    const now = performance.now();
+    for (const w of this.waiters.values()) if (w.deadline <= now) this.finish(w, []);
   }
 
   /** Called once the response carrying these commands was written. */

@@ -4,6 +4,7 @@ import type { Bus } from "../bus/types.js";
 import type { Store } from "../store/types.js";
 import type { Activation } from "./activation.js";
 import type { AuthService } from "./auth.js";
+import type { Automation } from "./automation/index.js";
 import type { CommandHub } from "./commands.js";
 import type { DeviceService } from "./devices.js";
 import type { HistoryService } from "./history.js";
@@ -32,4 +33,6 @@ export interface Services {
   activation: Activation;
   devices: DeviceService;
   history: HistoryService;
+  /** Sub-devices, callbacks delivery, rules and the camera (issue 3). */
+  automation: Automation;
 }

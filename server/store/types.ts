@@ -106,6 +106,55 @@ export interface CallbackRow {
   created: number;
 }
 
+export type SubDeviceCategory = "rf" | "webhook" | "sms";
+export type SubDeviceType = "actuator" | "sensor";
+
+export interface SubDeviceRow {
+  id: number;
+  device_id: number;
+  /** The short id shown to users, unique within the device. */
+  sid: string;
+  category: SubDeviceCategory;
+  type: SubDeviceType;
+  short_name: string;
+  data: string;
+  url: string | null;
+  /** sha256 hex of a webhook sensor's tickle token. */
+  token_hash: string | null;
+  created: number;
+}
+
+export interface RuleRow {
+  id: number;
+  user_id: number;
+  short_name: string;
+  /** JSON text of the preconditions array. */
+  preconditions: string;
+  /** JSON text of the actions array. */
+  actions: string;
+  /** Seconds. */
+  timeout: number;
+  suspended: number;
+  created: number;
+}
+
+export interface RuleRunRow {
+  rule_id: number;
+  ts: number;
+  ok: number;
+  /** JSON text of the steps (what each action did). */
+  steps: string;
+  error: string | null;
+}
+
+export interface SnapshotRow {
+  device_id: number;
+  seq: number;
+  content_type: string;
+  body: Buffer;
+  created: number;
+}
+
 export interface UsersRepo {
   create(name: string, passwordHash: string | null, now: number): Promise<UserRow>;
   byName(name: string): Promise<UserRow | null>;
@@ -166,6 +215,39 @@ export interface CallbacksRepo {
   remove(deviceId: number): Promise<boolean>;
 }
 
+export interface SubDevicesRepo {
+  add(row: Omit<SubDeviceRow, "id">): Promise<SubDeviceRow>;
+  get(deviceId: number, sid: string): Promise<SubDeviceRow | null>;
+  byDevices(deviceIds: number[]): Promise<SubDeviceRow[]>;
+  /** Sub-devices of a device of a category and type whose data or sid equals `key`. */
+  match(deviceId: number, category: SubDeviceCategory, type: SubDeviceType, key: string): Promise<SubDeviceRow[]>;
+  update(row: SubDeviceRow): Promise<void>;
+  remove(id: number): Promise<boolean>;
+  addActuation(id: number, ts: number): Promise<void>;
+  actuations(id: number, q: Omit<HistoryQuery, "fn">): Promise<HistoryPoint[]>;
+  actuationCount(id: number, from: number, to: number): Promise<number>;
+}
+
+export interface RulesRepo {
+  create(row: Omit<RuleRow, "id">): Promise<RuleRow>;
+  get(id: number): Promise<RuleRow | null>;
+  list(userId: number): Promise<RuleRow[]>;
+  /** Every rule of every user (the engine's index at start). */
+  all(): Promise<RuleRow[]>;
+  update(row: RuleRow): Promise<void>;
+  setSuspended(id: number, suspended: boolean): Promise<void>;
+  remove(id: number): Promise<boolean>;
+  /** Records a run and keeps only the newest `keep` runs of the rule. */
+  addRun(run: RuleRunRow, keep: number): Promise<void>;
+  runs(ruleId: number): Promise<RuleRunRow[]>;
+}
+
+export interface SnapshotsRepo {
+  /** Keeps the camera's latest upload; returns its sequence number. */
+  put(deviceId: number, contentType: string, body: Buffer, now: number): Promise<number>;
+  get(deviceId: number): Promise<SnapshotRow | null>;
+}
+
 export interface Store {
   readonly kind: "sqlite" | "postgres";
   users: UsersRepo;
@@ -176,5 +258,8 @@ export interface Store {
   history: HistoryRepo;
   commands: CommandsRepo;
   callbacks: CallbacksRepo;
+  subdevices: SubDevicesRepo;
+  rules: RulesRepo;
+  snapshots: SnapshotsRepo;
   close(): Promise<void>;
 }

@@ -77,3 +77,16 @@ export async function waitFor<T>(what: string, check: () => T | Promise<T>, ms =
 export function tempDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), `blockkit-${prefix}-`));
 }
+
+/** A TCP port that was free a moment ago. */
+export async function freePort(): Promise<number> {
+  const { createServer } = await import("node:net");
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}

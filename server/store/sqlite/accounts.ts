@@ -1,6 +1,7 @@
 /** Users, tokens and blocks on SQLite. */
 import type { Database } from "better-sqlite3";
 import type { BlockRow, BlocksRepo, TokenRow, TokensRepo, UserRow, UsersRepo } from "../types.js";
+import type { StoreCache } from "./cache.js";
 
 export function usersRepo(db: Database): UsersRepo {
   const insert = db.prepare("INSERT INTO users (name, password_hash, created) VALUES (?, ?, ?) RETURNING *");
@@ -41,7 +42,7 @@ function where(match: Partial<Record<(typeof TOKEN_FIELDS)[number], unknown>>): 
   return { sql: parts.join(" AND "), args };
 }
 
-export function tokensRepo(db: Database): TokensRepo {
+export function tokensRepo(db: Database, cache: StoreCache): TokensRepo {
   const insert = db.prepare(
     "INSERT INTO tokens (hash, kind, user_id, node_id, client_id, created) VALUES (@hash, @kind, @user_id, @node_id, @client_id, @created)",
   );
@@ -51,10 +52,15 @@ export function tokensRepo(db: Database): TokensRepo {
       insert.run(row);
     },
     async find(hash) {
-      return (find.get(hash) as TokenRow | undefined) ?? null;
+      const cached = cache.tokens.get(hash);
+      if (cached) return cached;
+      const row = find.get(hash) as TokenRow | undefined;
+      if (row) cache.rememberToken(row);
+      return row ?? null;
     },
     async revoke(match) {
       const w = where(match);
+      cache.forgetTokens();
       return db.prepare(`DELETE FROM tokens WHERE ${w.sql}`).run(...w.args).changes;
     },
     async list(match) {
@@ -64,7 +70,7 @@ export function tokensRepo(db: Database): TokensRepo {
   };
 }
 
-export function blocksRepo(db: Database): BlocksRepo {
+export function blocksRepo(db: Database, cache: StoreCache): BlocksRepo {
   const get = db.prepare("SELECT * FROM blocks WHERE node_id = ?");
   const list = db.prepare("SELECT * FROM blocks WHERE user_id = ? ORDER BY date_created, node_id");
   const claim = db.prepare(`
@@ -98,6 +104,8 @@ export function blocksRepo(db: Database): BlocksRepo {
     },
     async remove(nodeId) {
       removeAll(nodeId);
+      cache.forgetTokens();
+      cache.forgetDevices();
     },
   };
 }

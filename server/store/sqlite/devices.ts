@@ -11,8 +11,9 @@ import type {
   IngestEvent,
   IngestResult,
 } from "../types.js";
+import type { StoreCache } from "./cache.js";
 
-export function devicesRepo(db: Database): DevicesRepo {
+export function devicesRepo(db: Database, cache: StoreCache): DevicesRepo {
   const list = db.prepare("SELECT * FROM devices WHERE user_id = ? ORDER BY id");
   const byGuid = db.prepare("SELECT * FROM devices WHERE guid = ?");
   const setShortName = db.prepare("UPDATE devices SET short_name = ? WHERE id = ?");
@@ -38,6 +39,7 @@ export function devicesRepo(db: Database): DevicesRepo {
     },
     async remove(id) {
       remove(id);
+      cache.forgetDevices();
     },
   };
 }
@@ -60,9 +62,10 @@ export function applyConfig(metaText: string, e: IngestEvent): string {
   return JSON.stringify(meta);
 }
 
-export function eventsRepo(db: Database): EventsRepo {
+export function eventsRepo(db: Database, cache: StoreCache): EventsRepo {
   const seenKey = db.prepare("INSERT OR IGNORE INTO event_keys (node_id, key, ts) VALUES (?, ?, ?)");
-  const findDevice = db.prepare("SELECT id, meta FROM devices WHERE guid = ?");
+  const findDevice = db.prepare("SELECT id FROM devices WHERE guid = ?").pluck();
+  const deviceMeta = db.prepare("SELECT meta FROM devices WHERE id = ?").pluck();
   const insertDevice = db.prepare(
     `INSERT INTO devices (guid, user_id, node_id, g, v, d, meta, last_da, last_ts, created)
      VALUES (@guid, @userId, @node, @G, @V, @D, @meta, @da, @ts, @now) RETURNING id`,
@@ -78,7 +81,7 @@ export function eventsRepo(db: Database): EventsRepo {
     ON CONFLICT (node_id) DO UPDATE SET last_active = max(last_active, excluded.last_active)`);
   const pruneKeys = db.prepare("DELETE FROM event_keys WHERE ts < ?");
 
-  const commit = db.transaction((batch: IngestEvent[]): IngestResult[] => {
+  const commitTx = db.transaction((batch: IngestEvent[]): IngestResult[] => {
     const now = Date.now();
     const results: IngestResult[] = [];
     const nodes = new Map<string, number>();
@@ -89,11 +92,11 @@ export function eventsRepo(db: Database): EventsRepo {
         continue;
       }
       const isConfig = e.kind === "config";
-      const found = findDevice.get(e.guid) as { id: number; meta: string } | undefined;
+      const found = cache.devices.get(e.guid) ?? (findDevice.get(e.guid) as number | undefined);
       let deviceId: number;
-      if (found) {
-        deviceId = found.id;
-        if (isConfig) updateMeta.run(applyConfig(found.meta, e), deviceId);
+      if (found !== undefined) {
+        deviceId = found;
+        if (isConfig) updateMeta.run(applyConfig(deviceMeta.get(deviceId) as string, e), deviceId);
         else updateLast.run(e.DA, e.ts, deviceId, e.ts);
       } else {
         const meta = isConfig ? applyConfig("{}", e) : "{}";
@@ -113,7 +116,7 @@ export function eventsRepo(db: Database): EventsRepo {
         ).id;
       }
       if (!isConfig) insertReading.run(deviceId, e.ts, e.num, e.DA);
-      results.push({ deviceId, created: !found, duplicate: false });
+      results.push({ deviceId, created: found === undefined, duplicate: false });
     }
     for (const [node, userId] of nodes) touchBlock.run(node, userId, node, now, now);
     return results;
@@ -121,7 +124,13 @@ export function eventsRepo(db: Database): EventsRepo {
 
   return {
     async commit(batch) {
-      return commit(batch);
+      const results = commitTx(batch);
+      // Remembered only after the transaction committed, so a rolled-back insert is never cached.
+      batch.forEach((e, i) => {
+        const r = results[i];
+        if (r && !r.duplicate) cache.rememberDevice(e.guid, r.deviceId);
+      });
+      return results;
     },
     async pruneKeys(before) {
       return pruneKeys.run(before).changes;

@@ -48,8 +48,10 @@ export function historyRepo(db: Database): HistoryRepo {
     const key = `${kind}:${fn}`;
     let stmt = folded.get(key);
     if (!stmt) {
+      // better-sqlite3 binds JS numbers as REAL: cast @n, or `/` divides without truncating.
+      const n = "CAST(@n AS INTEGER)";
       const bucket =
-        kind === "fixed" ? "(ts - ts % @w)" : kind === "month" ? `(${MONTH_INDEX} / @n) * @n` : `(${YEAR} / @n) * @n`;
+        kind === "fixed" ? "(ts - ts % @w)" : kind === "month" ? `(${MONTH_INDEX} / ${n}) * ${n}` : `(${YEAR} / ${n}) * ${n}`;
       const numeric = fn === "count" ? "" : "AND num IS NOT NULL";
       stmt = db.prepare(
         `SELECT ${bucket} AS b, ${AGG[fn]} AS v FROM readings

@@ -8,6 +8,8 @@ import Database from "better-sqlite3";
 import { unavailable } from "../../errors.js";
 import type { Store } from "../types.js";
 import { blocksRepo, tokensRepo, usersRepo } from "./accounts.js";
+import { rulesRepo, snapshotsRepo, subDevicesRepo } from "./automation.js";
+import { StoreCache } from "./cache.js";
 import { callbacksRepo, commandsRepo, devicesRepo, eventsRepo } from "./devices.js";
 import { historyRepo, registerFunctions } from "./history.js";
 import { MIGRATIONS, type Migration } from "./migrations.js";
@@ -50,17 +52,21 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
   db.pragma("busy_timeout = 5000");
   registerFunctions(db);
   migrate(db);
+  const cache = new StoreCache();
   return {
     kind: "sqlite",
     db,
     users: usersRepo(db),
-    tokens: tokensRepo(db),
-    blocks: blocksRepo(db),
-    devices: devicesRepo(db),
-    events: eventsRepo(db),
+    tokens: tokensRepo(db, cache),
+    blocks: blocksRepo(db, cache),
+    devices: devicesRepo(db, cache),
+    events: eventsRepo(db, cache),
     history: historyRepo(db),
     commands: commandsRepo(db),
     callbacks: callbacksRepo(db),
+    subdevices: subDevicesRepo(db),
+    rules: rulesRepo(db),
+    snapshots: snapshotsRepo(db),
     async close() {
       if (db.open) db.close();
     },

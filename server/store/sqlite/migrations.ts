@@ -88,4 +88,55 @@ CREATE TABLE callbacks (
 );
 `,
   },
+  {
+    name: "010-automation",
+    sql: `
+CREATE TABLE subdevices (
+  id INTEGER PRIMARY KEY,
+  device_id INTEGER NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+  sid TEXT NOT NULL,
+  category TEXT NOT NULL,
+  type TEXT NOT NULL,
+  short_name TEXT NOT NULL,
+  data TEXT NOT NULL DEFAULT '',
+  url TEXT,
+  token_hash TEXT,
+  created INTEGER NOT NULL,
+  UNIQUE (device_id, sid)
+);
+CREATE INDEX subdevices_match ON subdevices(device_id, category, type, data);
+CREATE TABLE subdevice_actuations (
+  subdevice_id INTEGER NOT NULL REFERENCES subdevices(id) ON DELETE CASCADE,
+  ts INTEGER NOT NULL
+);
+CREATE INDEX subdevice_actuations_ts ON subdevice_actuations(subdevice_id, ts);
+CREATE TABLE rules (
+  id INTEGER PRIMARY KEY,
+  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+  short_name TEXT NOT NULL,
+  preconditions TEXT NOT NULL,
+  actions TEXT NOT NULL,
+  timeout REAL NOT NULL DEFAULT 0,
+  suspended INTEGER NOT NULL DEFAULT 0,
+  created INTEGER NOT NULL
+);
+CREATE INDEX rules_user ON rules(user_id);
+CREATE TABLE rule_runs (
+  id INTEGER PRIMARY KEY,
+  rule_id INTEGER NOT NULL REFERENCES rules(id) ON DELETE CASCADE,
+  ts INTEGER NOT NULL,
+  ok INTEGER NOT NULL,
+  steps TEXT NOT NULL,
+  error TEXT
+);
+CREATE INDEX rule_runs_rule ON rule_runs(rule_id, id);
+CREATE TABLE camera_snapshots (
+  device_id INTEGER PRIMARY KEY REFERENCES devices(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  content_type TEXT NOT NULL,
+  body BLOB NOT NULL,
+  created INTEGER NOT NULL
+);
+`,
+  },
 ];

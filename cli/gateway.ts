@@ -1,0 +1,65 @@
+/** `blockkit gateway`: run the hardware gateway daemon (one block bridging serial and MQTT nodes). */
+import type { Command } from "commander";
+import pino from "pino";
+import { ConfigError, type GatewayFlags, loadConfig } from "../gateway/daemon/config.js";
+import { Gateway } from "../gateway/daemon/gateway.js";
+import { logLevel, port, positiveInt, url } from "./options.js";
+
+interface Flags extends GatewayFlags {
+  config?: string;
+  check?: boolean;
+}
+
+export function registerGateway(program: Command): void {
+  program
+    .command("gateway")
+    .description("run the gateway daemon: one block bridging serial (Ninja firmware) and MQTT nodes to the server")
+    .option("--server <url>", "the server's root URL (or its /rest/v0 root)", url)
+    .option("--stream <url>", "the server's stream_url (camera uploads); default: the server's port + 1", url)
+    .option("--node-id <id>", "this block's node id (12+ letters and digits)")
+    .option("--user-token <token>", "a user access token for the direct activation flow (used once)")
+    .option("--serial <path>", "serial port of a Ninja-firmware node, e.g. /dev/ttyAMA0")
+    .option("--baud <n>", "serial baud rate (default 9600)", positiveInt)
+    .option("--mqtt-listen <port>", "run the embedded MQTT broker on this port", port)
+    .option("--mqtt-url <url>", "use an external MQTT broker (mqtt://, mqtts://)")
+    .option("--mqtt-prefix <prefix>", "MQTT topic prefix (default blockkit)")
+    .option("--state-dir <dir>", "where the token and the outbox live (default ./gateway-state)")
+    .option("--config <file>", "configuration file (JSON or YAML)")
+    .option("--health-port <port>", "port of /healthz and /metrics on 127.0.0.1 (default 9464)", port)
+    .option("--record <file>", "append every frame received from hardware to FILE as JSON lines")
+    .option("--log-level <level>", "log level", logLevel)
+    .option("--check", "validate the configuration and exit")
+    .action(async (flags: Flags) => {
+      let config;
+      try {
+        config = loadConfig({ file: flags.config, flags, env: process.env });
+      } catch (err) {
+        if (err instanceof ConfigError) {
+          process.stderr.write(`${err.message}\n`);
+          process.exit(2);
+        }
+        throw err;
+      }
+      if (flags.check) {
+        process.stdout.write("configuration ok\n");
+        return;
+      }
+      const logger = pino({ level: config.logLevel, base: { name: "blockkit-gateway" } }, pino.destination(2));
+      const gateway = new Gateway(config, { logger });
+      const onSignal = (signal: string): void => {
+        logger.info({ signal }, "stopping");
+        gateway.stop().then(
+          () => process.exit(0),
+          (err: unknown) => {
+            logger.error({ err }, "stopping failed");
+            process.exit(1);
+          },
+        );
+      };
+      process.once("SIGINT", onSignal);
+      process.once("SIGTERM", onSignal);
+      await gateway.start();
+      const health = gateway.health ? ` health http://${config.health.host}:${gateway.health.port}` : "";
+      process.stdout.write(`blockkit gateway ready node ${config.nodeId}${health}\n`);
+    });
+}

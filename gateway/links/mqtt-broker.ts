@@ -1,0 +1,62 @@
+/**
+ * The embedded MQTT broker (aedes 1.x) for ESP8266/ESP32 nodes on the LAN: `--mqtt-listen PORT`.
+ * The gateway's own MQTT link connects to it like any node would, so the embedded and the
+ * external-broker setups run the same link code.
+ */
+import { type AddressInfo, type Server, createServer } from "node:net";
+import { Aedes } from "aedes";
+import pino, { type Logger } from "pino";
+
+export interface EmbeddedBrokerOptions {
+  /** TCP port; 0 picks a free one (tests). */
+  port: number;
+  /** Default `0.0.0.0` (nodes are on the LAN). */
+  host?: string;
+  logger?: Logger;
+}
+
+export class EmbeddedBroker {
+  private broker: Aedes | null = null;
+  private server: Server | null = null;
+  private readonly log: Logger;
+  /** The port actually listened on (after start). */
+  port = 0;
+
+  constructor(private readonly o: EmbeddedBrokerOptions) {
+    if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) throw new TypeError(`EmbeddedBroker: port must be 0-65535, got ${String(o.port)}`);
+    this.log = o.logger ?? pino({ level: "silent" });
+  }
+
+  /** The URL the gateway's own client uses. */
+  get url(): string {
+    return `mqtt://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    const broker = await Aedes.createBroker();
+    broker.on("clientError", (client, err) => this.log.debug({ client: client.id, err: err.message }, "mqtt client error"));
+    broker.on("connectionError", (_client, err) => this.log.debug({ err: err.message }, "mqtt connection error"));
+    const server = createServer(broker.handle);
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(this.o.port, this.o.host ?? "0.0.0.0", () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    this.broker = broker;
+    this.server = server;
+    this.port = (server.address() as AddressInfo).port;
+    this.log.info({ port: this.port, host: this.o.host ?? "0.0.0.0" }, "embedded MQTT broker listening");
+  }
+
+  async stop(): Promise<void> {
+    const { broker, server } = this;
+    this.broker = null;
+    this.server = null;
+    if (broker) await new Promise<void>((r) => broker.close(() => r()));
+    if (server) {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * The MQTT link: nodes publish readings under `<prefix>/<G>_<V>_<D>/{data,heartbeat,config}`; the
+ * gateway publishes commands to `…/command` (QoS 1, never retained) and keeps its status retained
+ * at `<prefix>/gateway/status` (`online`; the broker publishes the `offline` last will if the
+ * gateway vanishes). mqtt.js reconnects by itself; each reconnect is counted.
+ */
+import mqtt, { type IClientOptions, type MqttClient } from "mqtt";
+import pino, { type Logger } from "pino";
+import {
+  DEFAULT_MQTT_PREFIX,
+  commandTopic,
+  nodeSubscriptions,
+  parseNodePayload,
+  parseNodeTopic,
+  statusTopic,
+  validPrefix,
+} from "../../protocol/mqtt-topics.js";
+import type { Command } from "../../protocol/payloads.js";
+import type { CommandTarget, Reading } from "../agent/types.js";
+import type { FrameRecorder, Link, LinkState, ReadingSink } from "./types.js";
+
+export interface MqttTls {
+  /** PEM text of the CA, client certificate and key. */
+  ca?: string;
+  cert?: string;
+  key?: string;
+  /** Default true. */
+  rejectUnauthorized?: boolean;
+}
+
+export interface MqttLinkOptions {
+  /** `mqtt://`, `mqtts://`, `ws://` or `wss://` URL of the broker. */
+  url: string;
+  /** Topic prefix. Default `blockkit`. */
+  prefix?: string;
+  username?: string;
+  password?: string;
+  tls?: MqttTls;
+  clientId?: string;
+  sink: ReadingSink;
+  recorder?: FrameRecorder;
+  logger?: Logger;
+  /** mqtt.js reconnect period, ms. Default 2 000. */
+  reconnectPeriodMs?: number;
+  /** Link name. Default `mqtt`. */
+  name?: string;
+}
+
+export class MqttLink implements Link, CommandTarget {
+  readonly name: string;
+  readonly prefix: string;
+  state: LinkState = "down";
+  private client: MqttClient | null = null;
+  private readonly log: Logger;
+  private readonly seen = new Set<string>();
+  private everConnected = false;
+  private readonly stats = { messagesIn: 0, readings: 0, garbage: 0, retainedSkipped: 0, commandsPublished: 0, reconnects: 0 };
+
+  constructor(private readonly o: MqttLinkOptions) {
+    if (!/^(mqtts?|wss?|tcp|ssl):\/\//.test(o.url ?? "")) throw new TypeError(`MqttLink: url must be mqtt://, mqtts://, ws:// or wss://, got "${o.url}"`);
+    this.prefix = o.prefix ?? DEFAULT_MQTT_PREFIX;
+    if (!validPrefix(this.prefix)) throw new TypeError(`MqttLink: prefix "${this.prefix}" must be topic levels without wildcards`);
+    this.name = o.name ?? "mqtt";
+    this.log = o.logger ?? pino({ level: "silent" });
+  }
+
+  async start(): Promise<void> {
+    if (this.client) return;
+    const status = statusTopic(this.prefix);
+    const opts: IClientOptions = {
+      clientId: this.o.clientId ?? `blockkit-gw-${Math.random().toString(16).slice(2, 10)}`,
+      username: this.o.username,
+      password: this.o.password,
+      reconnectPeriod: this.o.reconnectPeriodMs ?? 2_000,
+      connectTimeout: 10_000,
+      clean: true,
+      will: { topic: status, payload: Buffer.from("offline"), qos: 1, retain: true },
+      ...(this.o.tls ?? {}),
+    };
+    this.state = "opening";
+    const client = mqtt.connect(this.o.url, opts);
+    this.client = client;
+    client.on("connect", () => {
+      if (this.everConnected) this.stats.reconnects++;
+      this.everConnected = true;
+      this.state = "up";
+      this.log.info({ url: redact(this.o.url), prefix: this.prefix }, "MQTT connected");
+      client.publish(status, "online", { qos: 1, retain: true });
+      client.subscribe(nodeSubscriptions(this.prefix), { qos: 1 }, (err) => {
+        if (err) this.log.error({ err: err.message }, "MQTT subscribe failed");
+      });
+    });
+    client.on("close", () => {
+      if (this.state === "up") this.log.warn("MQTT connection lost: reconnecting");
+      if (this.client) this.state = "down";
+    });
+    client.on("error", (err) => this.log.warn({ err: err.message }, "MQTT error"));
+    client.on("message", (topic, payload, packet) => this.onMessage(topic, payload, packet.retain));
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = null;
+    if (!client) return;
+    if (client.connected) {
+      // A clean stop says offline itself (the will is only for a gateway that vanishes).
+      await client.publishAsync(statusTopic(this.prefix), "offline", { qos: 1, retain: true }).catch(() => undefined);
+    }
+    await client.endAsync();
+    this.state = "down";
+  }
+
+  owns(cmd: Command): boolean {
+    return this.seen.has(`${cmd.G}_${cmd.V}_${cmd.D}`);
+  }
+
+  async deliver(cmd: Command): Promise<void> {
+    const client = this.client;
+    if (!client) throw new Error("MQTT link is stopped");
+    await client.publishAsync(commandTopic(this.prefix, cmd), cmd.DA, { qos: 1, retain: false });
+    this.stats.commandsPublished++;
+  }
+
+  counters(): Record<string, number> {
+    return { ...this.stats };
+  }
+
+  private onMessage(topic: string, payload: Buffer, retained: boolean): void {
+    const t = parseNodeTopic(this.prefix, topic);
+    if (!t) return;
+    this.stats.messagesIn++;
+    this.o.recorder?.record(this.name, payload.toString("utf8"), topic);
+    if (retained && t.kind !== "config") {
+      // A retained reading is an old one the broker replays on every subscribe: not a new reading.
+      this.stats.retainedSkipped++;
+      return;
+    }
+    const value = parseNodePayload(t.kind, payload);
+    if (value === null) {
+      this.stats.garbage++;
+      this.log.debug({ topic }, "MQTT payload without a usable value skipped");
+      return;
+    }
+    const reading: Reading = { G: t.G, V: t.V, D: t.D, DA: value, kind: t.kind };
+    this.seen.add(`${t.G}_${t.V}_${t.D}`);
+    this.stats.readings += this.o.sink.submitMany([reading], this.name);
+  }
+}
+
+/** Broker URLs in logs never carry a password. */
+function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]+):[^@/]*@/, "//$1:…@");
+}

@@ -1,0 +1,88 @@
+/**
+ * The automation features (issue 3) as one lifecycle part owned by the controller: sub-devices and
+ * the actuators of service devices, callback delivery, the rule engine and the camera. It plugs
+ * into the core only through its hooks: the ingest's commit listener, the command interceptor and
+ * the device JSON's sub-device view.
+ */
+import type { Dispatcher } from "undici";
+import type { Services } from "../index.js";
+import { ServiceActuators } from "./actuators.js";
+import { CallbackDispatcher, type CallbackOptions } from "./callbacks.js";
+import { type CameraOptions, CameraService } from "./camera.js";
+import { FileHost } from "./file-host.js";
+import { Mailer } from "./mailer.js";
+import { RuleEngine, type RuleEngineOptions } from "./rules/engine.js";
+import type { ActionDeps } from "./rules/handlers/types.js";
+import { RuleService } from "./rules/service.js";
+import { SubDeviceService } from "./subdevices.js";
+
+export interface AutomationOptions {
+  smsUrl?: string | undefined;
+  smtpUrl?: string | undefined;
+  /** Sender of sendEmail. Default `blockkit <blockkit@localhost>`. */
+  mailFrom?: string | undefined;
+  /** Where File Host devices with a directory target write (`<dir>/<user id>/<target>/`). Default ./data/files. */
+  filesDir?: string | undefined;
+  /** Limit of one outgoing call (webhook, SMS gateway, file host PUT), ms. Default 5000. */
+  outgoingTimeoutMs?: number;
+  /** undici dispatcher for outgoing calls (tests inject one); default the global one. */
+  dispatcher?: Dispatcher | undefined;
+  callbacks?: CallbackOptions;
+  camera?: CameraOptions;
+  rules?: RuleEngineOptions;
+}
+
+export type CoreServices = Omit<Services, "automation">;
+
+export class Automation {
+  readonly subdevices: SubDeviceService;
+  readonly actuators: ServiceActuators;
+  readonly callbacks: CallbackDispatcher;
+  readonly camera: CameraService;
+  readonly mailer: Mailer;
+  readonly fileHost: FileHost;
+  readonly engine: RuleEngine;
+  readonly rules: RuleService;
+
+  constructor(core: CoreServices, options: AutomationOptions = {}) {
+    const log = core.log.child({ module: "srv:automation" });
+    const timeoutMs = options.outgoingTimeoutMs ?? 5000;
+    this.subdevices = new SubDeviceService(core.store, core.devices, core.ingest, log, core.clock);
+    this.actuators = new ServiceActuators(
+      core.store,
+      core.commands,
+      log,
+      { smsUrl: options.smsUrl, timeoutMs, dispatcher: options.dispatcher },
+      core.clock,
+    );
+    this.callbacks = new CallbackDispatcher(core.store, core.log.child({ module: "srv:callbacks" }), options.callbacks);
+    this.camera = new CameraService(core.store, core.bus, core.auth, core.devices, core.log.child({ module: "srv:camera" }), options.camera, core.clock);
+    this.mailer = new Mailer({ smtpUrl: options.smtpUrl, from: options.mailFrom });
+    this.fileHost = new FileHost(options.filesDir ?? "./data/files", { timeoutMs, dispatcher: options.dispatcher });
+    const deps: ActionDeps = {
+      sendCommand: async (userId, guid, da) => core.devices.actuate(await core.devices.owned(userId, guid), da),
+      snapshot: (userId, guid, signal) => this.camera.snapshot(userId, guid, signal),
+      sendMail: (mail) => this.mailer.send(mail),
+      storeFile: (host, name, snap, signal) => this.fileHost.store(host, name, snap, signal),
+      device: (userId, guid) => core.devices.owned(userId, guid),
+    };
+    this.engine = new RuleEngine(core.store, deps, core.log.child({ module: "srv:rules" }), options.rules, core.clock);
+    this.rules = new RuleService(core.store, this.engine, core.clock);
+    core.devices.setSubDeviceView(this.subdevices.view);
+    core.commands.addInterceptor(this.actuators.intercept);
+    core.ingest.onCommitted(this.subdevices.onCommitted);
+    core.ingest.onCommitted(this.callbacks.onCommitted);
+    core.ingest.onCommitted(this.engine.onCommitted);
+  }
+
+  async start(): Promise<void> {
+    await this.engine.start();
+  }
+
+  async stop(): Promise<void> {
+    this.camera.stop();
+    await this.engine.stop();
+    await this.callbacks.stop();
+    this.mailer.close();
+  }
+}

@@ -1,0 +1,199 @@
+/**
+ * The rule engine (DESIGN.md "Rules"). Rules are indexed by the GUIDs their preconditions watch,
+ * so a committed event costs one map lookup, not a scan of all rules. A rule fires on an event that
+ * makes one of its preconditions true while all the others hold, at most once per `timeout`
+ * seconds; suspended rules are not in the index. The runs of one rule are serial (queued, bounded);
+ * its actions run in order and a failing one stops the run. Each run is recorded (short history).
+ */
+import type { Logger } from "pino";
+import type { RuleHandler, RuleRunJson } from "../../../../protocol/automation.js";
+import type { RuleRow, Store } from "../../../store/types.js";
+import type { CommittedEvent } from "../../ingest.js";
+import { handler } from "./handlers/index.js";
+import type { ActionDeps, ActionHandler, Params, PreconditionHandler, RunContext } from "./handlers/types.js";
+import { DeviceValues } from "./store-view.js";
+
+export interface RuleEngineOptions {
+  /** Runs kept per rule. Default 20. */
+  historyKeep?: number;
+  /** Firings waiting behind a running one, per rule; more are dropped. Default 16. */
+  maxPending?: number;
+}
+
+interface Compiled {
+  id: number;
+  userId: number;
+  timeoutMs: number;
+  suspended: boolean;
+  removed: boolean;
+  pre: { h: PreconditionHandler; params: Params; guid: string }[];
+  actions: { h: ActionHandler; params: Params }[];
+  /** Shared by the versions of one rule, so an update keeps its timeout and its queue. */
+  state: { lastFired: number | null; pending: number; chain: Promise<void> };
+}
+
+function parseList(text: string): RuleHandler[] {
+  return JSON.parse(text) as RuleHandler[];
+}
+
+export class RuleEngine {
+  private readonly rules = new Map<number, Compiled>();
+  private readonly index = new Map<string, Set<Compiled>>();
+  private readonly values: DeviceValues;
+  private readonly abort = new AbortController();
+  private readonly historyKeep: number;
+  private readonly maxPending: number;
+  readonly stats = { fired: 0, runs: 0, failed: 0, dropped: 0 };
+
+  constructor(
+    private readonly store: Store,
+    private readonly deps: ActionDeps,
+    private readonly log: Logger,
+    options: RuleEngineOptions = {},
+    private readonly clock: () => number = Date.now,
+  ) {
+    this.values = new DeviceValues(store);
+    this.historyKeep = options.historyKeep ?? 20;
+    this.maxPending = options.maxPending ?? 16;
+  }
+
+  async start(): Promise<void> {
+    for (const row of await this.store.rules.all()) await this.sync(row);
+  }
+
+  /** Aborts running actions (sleeps, snapshot waits) and waits for the runs to record themselves. */
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.idle();
+  }
+
+  /** Brings a created, changed, suspended or unsuspended rule into the index. */
+  async sync(row: RuleRow): Promise<void> {
+    const old = this.rules.get(row.id);
+    const rule: Compiled = {
+      id: row.id,
+      userId: row.user_id,
+      timeoutMs: row.timeout * 1000,
+      suspended: row.suspended !== 0,
+      removed: false,
+      pre: [],
+      actions: [],
+      state: old?.state ?? { lastFired: null, pending: 0, chain: Promise.resolve() },
+    };
+    for (const p of parseList(row.preconditions)) {
+      const h = handler(p.handler);
+      if (h?.kind === "precondition") rule.pre.push({ h, params: p.params, guid: h.guid(p.params) });
+    }
+    for (const a of parseList(row.actions)) {
+      const h = handler(a.handler);
+      if (h?.kind === "action") rule.actions.push({ h, params: a.params });
+    }
+    if (old) this.unindex(old);
+    this.rules.set(row.id, rule);
+    if (rule.suspended) return;
+    for (const p of rule.pre) {
+      await this.values.watch(p.guid);
+      let set = this.index.get(p.guid);
+      if (!set) this.index.set(p.guid, (set = new Set()));
+      set.add(rule);
+    }
+  }
+
+  remove(id: number): void {
+    const rule = this.rules.get(id);
+    if (!rule) return;
+    rule.removed = true;
+    this.unindex(rule);
+    this.rules.delete(id);
+  }
+
+  /** Resolves once every run queued so far has finished. */
+  async idle(): Promise<void> {
+    await Promise.all([...this.rules.values()].map((r) => r.state.chain));
+  }
+
+  get watched(): number {
+    return this.index.size;
+  }
+
+  readonly onCommitted = (events: CommittedEvent[]): void => {
+    for (const e of events) {
+      if (e.kind === "config") continue;
+      const rules = this.index.get(e.guid);
+      if (!rules) continue;
+      const prev = this.values.set(e.guid, e.DA);
+      for (const rule of rules) this.evaluate(rule, e, prev);
+    }
+  };
+
+  private evaluate(rule: Compiled, e: CommittedEvent, prev: string | undefined): void {
+    let triggered = false;
+    for (const p of rule.pre) {
+      if (p.guid === e.guid && p.h.triggers(p.params, prev, e.DA)) triggered = true;
+      else if (!p.h.holds(p.params, this.values.get(p.guid))) return;
+    }
+    if (!triggered) return;
+    const now = this.clock();
+    const st = rule.state;
+    if (st.lastFired !== null && now < st.lastFired + rule.timeoutMs) return;
+    if (st.pending >= this.maxPending) {
+      this.stats.dropped++;
+      this.log.warn({ rid: rule.id }, "rule fired faster than it runs: firing dropped");
+      return;
+    }
+    st.lastFired = now;
+    st.pending++;
+    this.stats.fired++;
+    st.chain = st.chain
+      .then(() => this.run(rule, now))
+      .catch((err: unknown) => this.log.error({ err, rid: rule.id }, "rule run failed unexpectedly"))
+      .finally(() => st.pending--);
+  }
+
+  private async run(rule: Compiled, firedAt: number): Promise<void> {
+    const ctx: RunContext = { userId: rule.userId, deps: this.deps, carry: {}, signal: this.abort.signal };
+    const steps: RuleRunJson["steps"] = [];
+    let error: string | null = null;
+    for (const a of rule.actions) {
+      if (rule.removed || this.abort.signal.aborted) {
+        error = rule.removed ? "the rule was deleted during the run" : "the rule engine stopped";
+        break;
+      }
+      const t0 = this.clock();
+      try {
+        const result = await a.h.run(a.params, ctx);
+        steps.push({ handler: a.h.name, ok: true, result, ms: this.clock() - t0 });
+      } catch (err) {
+        error = `${a.h.name}: ${(err as Error).message}`;
+        steps.push({ handler: a.h.name, ok: false, error: (err as Error).message, ms: this.clock() - t0 });
+        break;
+      }
+    }
+    this.stats.runs++;
+    if (error !== null) {
+      this.stats.failed++;
+      this.log.info({ rid: rule.id, error }, "rule run stopped");
+    }
+    if (rule.removed) return;
+    try {
+      await this.store.rules.addRun(
+        { rule_id: rule.id, ts: firedAt, ok: error === null ? 1 : 0, steps: JSON.stringify(steps), error },
+        this.historyKeep,
+      );
+    } catch (err) {
+      this.log.warn({ err, rid: rule.id }, "recording a rule run failed");
+    }
+  }
+
+  private unindex(rule: Compiled): void {
+    for (const p of rule.pre) {
+      const set = this.index.get(p.guid);
+      if (!set) continue;
+      set.delete(rule);
+      if (set.size === 0) {
+        this.index.delete(p.guid);
+        this.values.forget(p.guid);
+      }
+    }
+  }
+}

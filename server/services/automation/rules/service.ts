@@ -1,0 +1,97 @@
+/** Rules as the user API shows them: CRUD, suspend/unsuspend, and the run history of one rule. */
+import type { RuleBody, RuleJson, RuleRunJson } from "../../../../protocol/automation.js";
+import { notFound } from "../../../errors.js";
+import type { RuleRow, Store } from "../../../store/types.js";
+import type { RuleEngine } from "./engine.js";
+import { validateRule } from "./validate.js";
+
+export function ruleJson(row: RuleRow): RuleJson {
+  return {
+    rid: row.id,
+    shortName: row.short_name,
+    preconditions: JSON.parse(row.preconditions) as RuleJson["preconditions"],
+    actions: JSON.parse(row.actions) as RuleJson["actions"],
+    timeout: row.timeout,
+    store: {},
+    suspended: row.suspended !== 0,
+  };
+}
+
+export class RuleService {
+  constructor(
+    private readonly store: Store,
+    private readonly engine: RuleEngine,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  private lookup(userId: number) {
+    return async (guid: string) => {
+      const row = await this.store.devices.byGuid(guid);
+      return row && row.user_id === userId ? row : null;
+    };
+  }
+
+  /** The user's rule or 404 (another user's rule is reported as unknown too). */
+  private async owned(userId: number, rid: number): Promise<RuleRow> {
+    const row = await this.store.rules.get(rid);
+    if (!row || row.user_id !== userId) throw notFound(`unknown rule ${rid}`);
+    return row;
+  }
+
+  async create(userId: number, body: RuleBody): Promise<number> {
+    const v = await validateRule(body, this.lookup(userId));
+    const row = await this.store.rules.create({
+      user_id: userId,
+      short_name: v.shortName,
+      preconditions: JSON.stringify(v.preconditions),
+      actions: JSON.stringify(v.actions),
+      timeout: v.timeout,
+      suspended: 0,
+      created: this.clock(),
+    });
+    await this.engine.sync(row);
+    return row.id;
+  }
+
+  async list(userId: number): Promise<RuleJson[]> {
+    return (await this.store.rules.list(userId)).map(ruleJson);
+  }
+
+  async get(userId: number, rid: number): Promise<RuleJson & { history: RuleRunJson[] }> {
+    const row = await this.owned(userId, rid);
+    const runs = await this.store.rules.runs(row.id);
+    const history = runs.map((r) => ({
+      timestamp: r.ts,
+      ok: r.ok !== 0,
+      steps: JSON.parse(r.steps) as RuleRunJson["steps"],
+      error: r.error,
+    }));
+    return { ...ruleJson(row), history };
+  }
+
+  async update(userId: number, rid: number, body: RuleBody): Promise<void> {
+    const row = await this.owned(userId, rid);
+    const v = await validateRule(body, this.lookup(userId));
+    const next: RuleRow = {
+      ...row,
+      short_name: v.shortName,
+      preconditions: JSON.stringify(v.preconditions),
+      actions: JSON.stringify(v.actions),
+      timeout: v.timeout,
+    };
+    await this.store.rules.update(next);
+    await this.engine.sync(next);
+  }
+
+  async remove(userId: number, rid: number): Promise<void> {
+    const row = await this.owned(userId, rid);
+    await this.store.rules.remove(row.id);
+    this.engine.remove(row.id);
+  }
+
+  async suspend(userId: number, rid: number, suspended: boolean): Promise<void> {
+    const row = await this.owned(userId, rid);
+    await this.store.rules.setSuspended(row.id, suspended);
+    await this.engine.sync({ ...row, suspended: suspended ? 1 : 0 });
+  }
+}

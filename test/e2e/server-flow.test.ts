@@ -1,0 +1,88 @@
+/**
+ * End to end: the real `blockkit server` process on loopback. A block activates the two-legged
+ * way, posts data, the user actuates a device and the block receives the command on its long-poll.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { http, until } from "../helpers/http.js";
+import { type CliProcess, startServerProcess, stopProcess } from "../helpers/process.js";
+
+const ADMIN = "e2e-admin-token-000000000001";
+const NODE = "E2EFLOW00000001";
+
+describe("blockkit server process: activation, data, actuation", () => {
+  let dir: string;
+  let srv: CliProcess & { baseUrl: string };
+  const user = (path: string): string => `${srv.baseUrl}${path}${path.includes("?") ? "&" : "?"}user_access_token=${ADMIN}`;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "blockkit-e2e-"));
+    srv = await startServerProcess({ dataDir: dir, adminToken: ADMIN, pollHoldSeconds: 2 });
+  });
+  afterAll(async () => {
+    if (srv) await stopProcess(srv);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("prints its three URLs and answers on base_url", async () => {
+    expect(srv.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/rest\/v0$/);
+    await srv.waitForLine(/^auth_url\s+http:\/\/127\.0\.0\.1:\d+$/);
+    await srv.waitForLine(/^stream_url\s+http:\/\/127\.0\.0\.1:\d+$/);
+    const res = await http<{ result: number; data: unknown }>(user("/devices"));
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ result: 1, error: null, id: 0, data: {} });
+  });
+
+  it("activates two-legged, posts data, actuates and delivers the command on the long-poll", async () => {
+    // The block holds its activation request; the user claims it meanwhile.
+    const held = http<{ token: string }>(`${srv.baseUrl}/block/${NODE}/activate`);
+    await until(
+      async () => {
+        const claim = await http(user("/block"), { method: "POST", json: { nodeid: NODE } });
+        if (claim.status === 404) return undefined; // the held request has not reached the server yet
+        expect(claim.status).toBe(200);
+        expect(claim.body).toEqual({ result: 1, error: null, id: 0 });
+        return true;
+      },
+      5000,
+      "the claim of an awaiting block",
+    );
+    const activation = await held;
+    expect(activation.status).toBe(200);
+    expect(Object.keys(activation.body)).toEqual(["token"]);
+    const token = activation.body.token;
+    expect(token.length).toBeGreaterThanOrEqual(32);
+    const block = { "x-service-token": token };
+
+    // The block reports a relay and a temperature.
+    const data = await http(`${srv.baseUrl}/block/${NODE}/data`, { method: "POST", headers: block, json: { G: "0", V: 0, D: 1002, DA: "0" } });
+    expect(data.body).toEqual({ result: 1, error: null, id: 0 });
+    const hb = await http(`${srv.baseUrl}/block/${NODE}/heartbeat`, {
+      method: "POST",
+      headers: block,
+      json: [{ G: "0", V: 0, D: 9, DA: "21.5" }],
+    });
+    expect(hb.body).toEqual({ result: 1, error: null, id: 0 });
+
+    const relay = `${NODE}_0_0_1002`;
+    const dev = await http<{ data: { guid: string; device_type: string; is_actuator: number; last_data: { DA: unknown } } }>(user(`/device/${relay}`));
+    expect(dev.body.data).toMatchObject({ guid: relay, device_type: "relay", is_actuator: 1, last_data: { DA: 0 } });
+    const blocks = await http<{ data: Record<string, { last_active: number }> }>(user("/block"));
+    expect(Object.keys(blocks.body.data)).toEqual([NODE]);
+
+    // A poll held before the command arrives is woken by it.
+    const poll = http<{ DEVICE: unknown[] }>(`${srv.baseUrl}/block/${NODE}/commands`, { headers: block });
+    const put = await http(user(`/device/${relay}`), { method: "PUT", json: { DA: "1" } });
+    expect(put.body).toEqual({ result: 1, error: null, id: 0 });
+    const got = await poll;
+    expect(got.status).toBe(200);
+    expect(got.body).toEqual({ DEVICE: [{ G: "0", V: 0, D: 1002, DA: "1", GUID: relay }] });
+
+    // Delivered once: the next poll carries only the newer command.
+    expect((await http(user(`/device/${relay}`), { method: "PUT", json: { DA: "0" } })).status).toBe(200);
+    const next = await http<{ DEVICE: unknown[] }>(`${srv.baseUrl}/block/${NODE}/commands`, { headers: block });
+    expect(next.body).toEqual({ DEVICE: [{ G: "0", V: 0, D: 1002, DA: "0", GUID: relay }] });
+  });
+});

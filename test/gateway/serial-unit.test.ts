@@ -1,0 +1,179 @@
+/** Serial frame codec, the one-in-flight command queue (fake timers) and the link on the mock binding. */
+import type { SerialPortStream } from "@serialport/stream";
+import { SerialPortMock } from "serialport";
+
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Reading } from "../../gateway/agent/types.js";
+import { CommandQueue } from "../../gateway/links/command-queue.js";
+import { SerialLink } from "../../gateway/links/serial.js";
+import type { SerialBinding } from "../../gateway/links/serial-port.js";
+import { LineSplitter, decodeFrame, encodeCommand, encodeNodeFrame, serialErrorMeaning } from "../../protocol/serial-frames.js";
+import { waitFor } from "./helpers.js";
+
+// The binding SerialPortMock uses (the ESM and CJS builds of binding-mock are separate instances).
+const MockBinding = SerialPortMock.binding;
+/** The mock port behind an open SerialPortMock (the parts used here). */
+interface MockPortBinding {
+  emitData(data: Buffer): void;
+  recording: Buffer;
+  openOptions: { path: string };
+}
+
+describe("serial frames", () => {
+  it("decodes every frame kind, with G as a number and DA kept as text", () => {
+    expect(decodeFrame('{"DEVICE":[{"G":"0","V":0,"D":9,"DA":21.5}]}\r')).toEqual({
+      ok: true,
+      frame: { kind: "DEVICE", devices: [{ G: "0", V: 0, D: 9, DA: "21.5" }] },
+    });
+    expect(decodeFrame('{"DEVICE":[{"G":1,"V":0,"D":11,"DA":"010101110001"}]}')).toMatchObject({
+      frame: { devices: [{ G: "1", DA: "010101110001" }] },
+    });
+    expect(decodeFrame('{"PLUGIN":[{"G":"2","V":0,"D":1}]}')).toMatchObject({ frame: { kind: "PLUGIN", devices: [{ G: "2", D: 1 }] } });
+    expect(decodeFrame('{"UNPLUG":[{"G":"2","V":0,"D":1}]}')).toMatchObject({ frame: { kind: "UNPLUG" } });
+    expect(decodeFrame('{"ACK":[{"G":"0","V":0,"D":1000,"DA":"FF0000"}]}')).toMatchObject({ frame: { kind: "ACK" } });
+    expect(decodeFrame('{"ERROR":[{"CODE":3}]}')).toEqual({ ok: true, frame: { kind: "ERROR", codes: [3] } });
+    expect(serialErrorMeaning(3)).toMatch(/device id/);
+    expect(serialErrorMeaning(42)).toMatch(/unknown error code 42/);
+  });
+
+  it("refuses garbage with a reason and never throws", () => {
+    for (const bad of ["", "hello", "{", "[1,2]", '{"FOO":[]}', '{"DEVICE":{}}', '{"DEVICE":[{"G":"a b","V":0,"D":1,"DA":"1"}]}', '{"DEVICE":[{"G":"1","V":0,"D":1}]}', '{"ERROR":[{"CODE":"x"}]}']) {
+      const r = decodeFrame(bad);
+      expect(r.ok, bad).toBe(false);
+      if (!r.ok) expect(r.reason.length).toBeGreaterThan(3);
+    }
+  });
+
+  it("encodes commands and node frames that decode back", () => {
+    const line = encodeCommand({ G: "0", V: 0, D: 1000, DA: "00FF00" });
+    expect(line).toBe('{"DEVICE":[{"G":"0","V":0,"D":1000,"DA":"00FF00"}]}\n');
+    const node = encodeNodeFrame({ kind: "ACK", devices: [{ G: "0", V: 0, D: 1000, DA: "00FF00" }] });
+    expect(node.endsWith("\r\n")).toBe(true);
+    expect(decodeFrame(node)).toMatchObject({ ok: true, frame: { kind: "ACK" } });
+  });
+
+  it("splits lines across chunks and cuts endless noise", () => {
+    const s = new LineSplitter();
+    const lines: string[] = [];
+    const garbage: string[] = [];
+    s.push('{"DEV', (l) => lines.push(l), (g) => garbage.push(g));
+    s.push('ICE":[]}\r\nab\ncd', (l) => lines.push(l), (g) => garbage.push(g));
+    expect(lines).toEqual(['{"DEVICE":[]}', "ab"]);
+    s.push("x".repeat(9000), (l) => lines.push(l), (g) => garbage.push(g));
+    s.push("yy\nok\n", (l) => lines.push(l), (g) => garbage.push(g));
+    expect(garbage).toHaveLength(1);
+    expect(lines.at(-1)).toBe("ok");
+  });
+});
+
+describe("CommandQueue", () => {
+  afterEach(() => vi.useRealTimers());
+
+  it("keeps one command in flight until its ACK or the 2 s timeout", async () => {
+    vi.useFakeTimers();
+    const written: string[] = [];
+    const q = new CommandQueue(async (c) => void written.push(c.DA));
+    q.setReady(true);
+    const results: string[] = [];
+    const a = q.send({ G: "1", V: 0, D: 1002, DA: "a" }).then(() => results.push("a ok"), (e: Error) => results.push(`a ${e.message}`));
+    const b = q.send({ G: "1", V: 0, D: 1002, DA: "b" }).then(() => results.push("b ok"), (e: Error) => results.push(`b ${e.message}`));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(written).toEqual(["a"]);
+    await vi.advanceTimersByTimeAsync(1999);
+    expect(written).toEqual(["a"]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(written).toEqual(["a", "b"]);
+    expect(q.ack({ G: "9", V: 0, D: 1002 })).toBe(false);
+    expect(q.ack({ G: "1", V: 0, D: 1002 })).toBe(true);
+    await Promise.all([a, b]);
+    expect(results).toEqual(["a no ACK within 2000 ms", "b ok"]);
+    expect(q.stats).toMatchObject({ sent: 2, acked: 1, timeouts: 1 });
+  });
+
+  it("holds commands while the port is down", async () => {
+    vi.useFakeTimers();
+    const written: string[] = [];
+    const q = new CommandQueue(async (c) => void written.push(c.DA));
+    const p = q.send({ G: "1", V: 0, D: 1002, DA: "x" });
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(written).toEqual([]);
+    q.setReady(true);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(written).toEqual(["x"]);
+    q.ack({ G: "1", V: 0, D: 1002 });
+    await p;
+    q.clear("done");
+  });
+});
+
+describe("SerialLink on the mock binding", () => {
+  const links: SerialLink[] = [];
+  afterEach(async () => {
+    for (const l of links.splice(0)) await l.stop();
+    MockBinding.reset();
+  });
+
+  function setup(target: { path?: string; match?: { vendorId?: string; productId?: string } }): {
+    link: SerialLink;
+    got: Reading[];
+    port: () => MockPortBinding;
+  } {
+    let last: SerialPortStream | null = null;
+    const binding: SerialBinding = {
+      list: () => SerialPortMock.list(),
+      identify: async (path) => ((await SerialPortMock.list()).some((p) => p.path === path) ? path : null),
+      create: (path, baudRate) => {
+        last = new SerialPortMock({ path, baudRate, autoOpen: false }) as unknown as SerialPortStream;
+        return last;
+      },
+    };
+    const got: Reading[] = [];
+    const link = new SerialLink({ ...target, binding, sink: { submitMany: (r) => got.push(...r) }, reopen: { baseMs: 20, maxMs: 50 } });
+    links.push(link);
+    return { link, got, port: () => (last as unknown as { port: MockPortBinding }).port };
+  }
+
+  it("asks the firmware version, turns frames into readings and config events, and counts garbage and errors", async () => {
+    MockBinding.createPort("/dev/ttyMOCK0", { echo: false, record: true });
+    const { link, got, port } = setup({ path: "/dev/ttyMOCK0" });
+    await link.start();
+    await waitFor("port open", () => link.state === "up");
+    await waitFor("version query written", () => port().recording.toString().includes('"DA":"VNO"'));
+    const emit = (s: string): void => port().emitData(Buffer.from(s));
+    emit('{"DEVICE":[{"G":"0","V":0,"D":1003,"DA":"V12_1.00"}]}\r\n');
+    emit('{"DEVICE":[{"G":"1","V":0,"D":9,"DA":"21.5"},{"G":"0101","V":0,"D":11,"DA":"0x5A"}]}\r\nnoise here\r\n');
+    emit('{"PLUGIN":[{"G":"2","V":0,"D":5}]}\n{"ERROR":[{"CODE":2}]}\n');
+    await waitFor("readings", () => got.length === 4);
+    expect(got).toEqual([
+      { G: "0", V: 0, D: 1003, DA: "VERSION", kind: "config", value: "V12_1.00" },
+      { G: "1", V: 0, D: 9, DA: "21.5", kind: "data" },
+      { G: "0101", V: 0, D: 11, DA: "0x5A", kind: "data" },
+      { G: "2", V: 0, D: 5, DA: "PLUGIN", kind: "config" },
+    ]);
+    expect(link.firmwareVersion).toBe("V12_1.00");
+    await waitFor("error counted", () => link.counters().firmwareErrors === 1);
+    expect(link.counters().garbage).toBe(1);
+    // A command is written and resolves on its ACK.
+    const done = link.deliver({ G: "1", V: 0, D: 1002, DA: "1", GUID: "" });
+    await waitFor("command written", () => port().recording.toString().includes('"D":1002'));
+    emit('{"ACK":[{"G":"1","V":0,"D":1002,"DA":"1"}]}\r\n');
+    await done;
+    expect(link.owns({ G: "1", V: 0, D: 9, DA: "", GUID: "" })).toBe(true);
+  });
+
+  it("finds the port by USB ids, and keeps trying until it appears", async () => {
+    const { link, got, port } = setup({ match: { vendorId: "2341", productId: "0043" } });
+    await link.start();
+    await waitFor("a failed open", () => link.state === "down");
+    MockBinding.createPort("/dev/ttyACM7", { echo: false, record: true, vendorId: "2341", productId: "0043" });
+    await waitFor("port open", () => link.state === "up", 5000);
+    expect(port().openOptions.path).toBe("/dev/ttyACM7");
+    port().emitData(Buffer.from('{"DEVICE":[{"G":"1","V":0,"D":9,"DA":"20"}]}\n'));
+    await waitFor("reading", () => got.length === 1);
+  });
+
+  it("refuses a link without a port at once", () => {
+    expect(() => new SerialLink({ sink: { submitMany: () => 0 } })).toThrow(TypeError);
+    expect(() => new SerialLink({ path: "/dev/x", baudRate: -1, sink: { submitMany: () => 0 } })).toThrow(/baudRate/);
+  });
+});

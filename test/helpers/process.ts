@@ -1,0 +1,142 @@
+/**
+ * Process helpers for end-to-end tests: free ports, spawning the real `blockkit` CLI, waiting for a
+ * line of its output with a bound, and stopping it. Every wait has a timeout; nothing sleeps.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { createServer } from "node:net";
+import { resolve } from "node:path";
+import { createInterface } from "node:readline";
+import type { Readable } from "node:stream";
+
+/** The repository root (this file lives in test/helpers). */
+export const ROOT = resolve(import.meta.dirname, "..", "..");
+
+/** A port that was free a moment ago: listen on port 0, read the port, close. */
+export async function freePort(host = "127.0.0.1"): Promise<number> {
+  const srv = createServer();
+  srv.listen(0, host);
+  await once(srv, "listening");
+  const address = srv.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  await new Promise<void>((done) => srv.close(() => done()));
+  if (!port) throw new Error("could not find a free port");
+  return port;
+}
+
+export interface CliProcess {
+  child: ChildProcess;
+  /** Every stdout line so far. */
+  stdout: string[];
+  /** Every stderr line so far (pino JSON for the server). */
+  stderr: string[];
+  /** Resolves with the first stdout line (past or future) matching `re`; rejects after `timeoutMs`. */
+  waitForLine(re: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Resolves with the exit code (or signal name) once the process has exited. */
+  exited: Promise<number | string>;
+}
+
+/** Collects lines of a stream and lets callers wait for one that matches, with a bound. */
+function lineWatcher(stream: Readable, lines: string[]): (re: RegExp, timeoutMs: number, what: () => string) => Promise<RegExpMatchArray> {
+  const waiters = new Set<(line: string) => void>();
+  createInterface({ input: stream }).on("line", (line) => {
+    lines.push(line);
+    for (const w of [...waiters]) w(line);
+  });
+  return (re, timeoutMs, what) =>
+    new Promise((done, fail) => {
+      for (const line of lines) {
+        const m = re.exec(line);
+        if (m) return done(m);
+      }
+      const check = (line: string): void => {
+        const m = re.exec(line);
+        if (!m) return;
+        clearTimeout(timer);
+        waiters.delete(check);
+        done(m);
+      };
+      const timer = setTimeout(() => {
+        waiters.delete(check);
+        fail(new Error(`no line matching ${re} within ${timeoutMs} ms; ${what()}`));
+      }, timeoutMs);
+      waiters.add(check);
+    });
+}
+
+/** Spawns `node --import tsx cli/index.ts ...args` from the repository root. */
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): CliProcess {
+  const child = spawn(process.execPath, ["--import", "tsx", "cli/index.ts", ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const exited = new Promise<number | string>((done) => {
+    child.once("exit", (code, signal) => done(code ?? signal ?? -1));
+  });
+  const waitOut = lineWatcher(child.stdout as Readable, stdout);
+  lineWatcher(child.stderr as Readable, stderr);
+  let exitInfo = "";
+  void exited.then((c) => {
+    exitInfo = `process exited with ${c}`;
+  });
+  return {
+    child,
+    stdout,
+    stderr,
+    exited,
+    waitForLine: (re, timeoutMs = 15_000) =>
+      waitOut(re, timeoutMs, () => `${exitInfo} stderr tail: ${stderr.slice(-5).join("\n")}`),
+  };
+}
+
+/** Sends `signal` and waits (bounded) for the exit; SIGKILLs when it does not come. Returns the exit code or signal. */
+export async function stopProcess(p: CliProcess, signal: NodeJS.Signals = "SIGTERM", timeoutMs = 10_000): Promise<number | string> {
+  if (p.child.exitCode !== null || p.child.signalCode !== null) return p.exited;
+  p.child.kill(signal);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"late">((done) => {
+    timer = setTimeout(() => done("late"), timeoutMs);
+  });
+  const r = await Promise.race([p.exited, late]);
+  clearTimeout(timer);
+  if (r !== "late") return r;
+  p.child.kill("SIGKILL");
+  await p.exited;
+  throw new Error(`process did not exit within ${timeoutMs} ms of ${signal}`);
+}
+
+/** Starts `blockkit server` on free ports and waits for its base_url line. */
+export async function startServerProcess(opts: {
+  dataDir: string;
+  adminToken: string;
+  pollHoldSeconds?: number;
+  extraArgs?: string[];
+  timeoutMs?: number;
+}): Promise<CliProcess & { baseUrl: string }> {
+  const port = await freePort();
+  const streamPort = await freePort();
+  const p = spawnCli([
+    "server",
+    "--port",
+    String(port),
+    "--stream-port",
+    String(streamPort),
+    "--data",
+    opts.dataDir,
+    "--admin-token",
+    opts.adminToken,
+    "--poll-hold",
+    String(opts.pollHoldSeconds ?? 2),
+    ...(opts.extraArgs ?? []),
+  ]);
+  try {
+    const m = await p.waitForLine(/^base_url\s+(\S+)/, opts.timeoutMs ?? 20_000);
+    return Object.assign(p, { baseUrl: m[1] as string });
+  } catch (err) {
+    p.child.kill("SIGKILL");
+    throw err;
+  }
+}

@@ -1,0 +1,120 @@
+/** Commands: queue, batch delivery, long-poll wake-up, TTL expiry, removal once written, newer poll wins. */
+import { connect } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { OK, asBlock, asUser } from "../helpers/core.js";
+import { waitFor } from "../helpers/http.js";
+import { type TestServer, startTestServer } from "../helpers/server.js";
+
+const NODE = "COMMANDS00001";
+const RELAY = `${NODE}_0_0_1002`;
+const LED = `${NODE}_0_0_1000`;
+
+describe("commands", () => {
+  let t: TestServer;
+  let bt: string;
+  let now = Date.now();
+
+  async function setup(options: Parameters<typeof startTestServer>[0] = {}): Promise<void> {
+    t = await startTestServer(options);
+    bt = await t.activate(NODE);
+    await asBlock(t, NODE, bt, "heartbeat", [
+      { G: "0", V: 0, D: 1002, DA: "0" },
+      { G: "0", V: 0, D: 1000, DA: "000000" },
+    ]);
+  }
+  const poll = () => asBlock<{ DEVICE: unknown[] }>(t, NODE, bt, "commands");
+  const put = (guid: string, DA: string) => asUser(t, "PUT", `/device/${guid}`, { DA });
+
+  afterEach(async () => {
+    await t.close();
+  });
+
+  it("delivers every queued command in one batch, in order, and only once", async () => {
+    await setup({ pollHoldSeconds: 1 });
+    await put(RELAY, "1");
+    await put(LED, "FF0000");
+    await put(RELAY, "0");
+    const started = Date.now();
+    const first = await poll();
+    expect(Date.now() - started).toBeLessThan(800); // answered at once, not after the 1 s hold
+    expect(first.body).toEqual({
+      DEVICE: [
+        { G: "0", V: 0, D: 1002, DA: "1", GUID: RELAY },
+        { G: "0", V: 0, D: 1000, DA: "FF0000", GUID: LED },
+        { G: "0", V: 0, D: 1002, DA: "0", GUID: RELAY },
+      ],
+    });
+    expect((await poll()).body).toEqual({ DEVICE: [] });
+  });
+
+  it("a held poll is answered as soon as a command arrives; an empty hold ends with DEVICE []", async () => {
+    await setup({ pollHoldSeconds: 5 });
+    const held = poll();
+    await waitFor(() => t.server.services.commands.heldPolls === 1, 2000, "the poll being held");
+    const started = Date.now();
+    expect((await put(RELAY, "1")).body).toEqual(OK);
+    expect((await held).body).toEqual({ DEVICE: [{ G: "0", V: 0, D: 1002, DA: "1", GUID: RELAY }] });
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it("an empty hold answers {DEVICE: []} after --poll-hold", async () => {
+    await setup({ pollHoldSeconds: 0.3 });
+    const started = Date.now();
+    expect((await poll()).body).toEqual({ DEVICE: [] });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+  });
+
+  it("a command not delivered within its TTL expires instead of actuating late (server clock)", async () => {
+    now = Date.now();
+    await setup({ pollHoldSeconds: 0.1, commandTtlSeconds: 60, clock: () => now });
+    await put(RELAY, "late");
+    now += 59_000;
+    await put(RELAY, "fresh");
+    now += 2_000; // the first is 61 s old, the second 2 s
+    expect((await poll()).body).toEqual({ DEVICE: [{ G: "0", V: 0, D: 1002, DA: "fresh", GUID: RELAY }] });
+    now += 120_000;
+    await put(RELAY, "x");
+    now += 60_000; // exactly the TTL: expired
+    expect((await poll()).body).toEqual({ DEVICE: [] });
+  });
+
+  it("a newer poll for the same node answers the older one with none", async () => {
+    await setup({ pollHoldSeconds: 5 });
+    const started = Date.now();
+    const older = poll();
+    await waitFor(() => t.server.services.commands.heldPolls === 1, 2000, "the first poll being held");
+    const newer = poll();
+    expect((await older).body).toEqual({ DEVICE: [] });
+    expect(Date.now() - started).toBeLessThan(2000);
+    await put(LED, "00FF00");
+    expect((await newer).body).toEqual({ DEVICE: [{ G: "0", V: 0, D: 1000, DA: "00FF00", GUID: LED }] });
+  });
+
+  it("a command leaves the queue only once delivered(): a poll that was not written leaves it queued", async () => {
+    await setup({ pollHoldSeconds: 0.1 });
+    await put(RELAY, "1");
+    const hub = t.server.services.commands;
+    const rows = await hub.poll(NODE, () => {}, 0);
+    expect(rows.map((r) => r.da)).toEqual(["1"]);
+    // No response was written for these rows: they are still there.
+    expect((await hub.poll(NODE, () => {}, 0)).map((r) => r.da)).toEqual(["1"]);
+    await hub.delivered(rows);
+    expect(await hub.poll(NODE, () => {}, 0)).toEqual([]);
+  });
+
+  it("a client that gives up a held poll does not take the next command with it (real socket)", async () => {
+    await setup({ pollHoldSeconds: 5 });
+    await t.server.api.listen({ host: "127.0.0.1", port: 0 });
+    const address = t.server.api.server.address();
+    const port = typeof address === "object" && address ? address.port : 0;
+    // A raw socket, so that "the client went away" is exactly a closed TCP connection.
+    const socket = connect(port, "127.0.0.1");
+    socket.on("error", () => {});
+    socket.write(`GET /rest/v0/block/${NODE}/commands HTTP/1.1\r\nHost: localhost\r\nX-Service-Token: ${bt}\r\n\r\n`);
+    await waitFor(() => t.server.services.commands.heldPolls === 1, 2000, "the poll being held");
+    socket.destroy();
+    await waitFor(() => t.server.services.commands.heldPolls === 0, 2000, "the server noticing the closed poll");
+    await put(RELAY, "1");
+    expect((await poll()).body).toEqual({ DEVICE: [{ G: "0", V: 0, D: 1002, DA: "1", GUID: RELAY }] });
+  });
+});
