@@ -1,0 +1,124 @@
+/**
+ * The command driver: PUTs commands as the user to random virtual actuators at the scenario's rate
+ * and times each from the PUT until the virtual device receives it (command round trip). One command
+ * at a time per device, so a late arrival cannot be matched to the wrong command; one that has not
+ * arrived after `lostAfterMs` counts as lost.
+ */
+import type { ApiClient } from "../../protocol/api-client.js";
+import type { Command } from "../../protocol/payloads.js";
+import type { Metrics } from "../metrics/metrics.js";
+import type { Random } from "../random.js";
+import type { Fleet } from "./fleet.js";
+import type { SimDevice, VirtualBlock } from "./virtual-block.js";
+
+interface Pending {
+  da: string;
+  sentAt: number;
+}
+
+export class CommandDriver {
+  private readonly pending = new Map<string, Pending>();
+  private timer: NodeJS.Timeout | undefined;
+  private credit = 0;
+  private seq = 0;
+  private readonly puts = new Set<Promise<void>>();
+  paused = false;
+
+  constructor(
+    private readonly fleet: Fleet,
+    private readonly api: ApiClient,
+    private readonly metrics: Metrics,
+    /** Commands per second, fleet-wide. */
+    private readonly rate: number,
+    private readonly rng: Random,
+    private readonly log: (level: "info" | "warn" | "error", text: string) => void,
+    private readonly clock: () => number = Date.now,
+    private readonly lostAfterMs = 60_000,
+  ) {}
+
+  start(): void {
+    if (this.rate <= 0 || this.timer) return;
+    this.timer = setInterval(() => this.step(), 100);
+  }
+
+  /** Stops sending; commands already sent may still arrive. */
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.puts]);
+  }
+
+  pendingList(): { guid: string; da: string; ageMs: number }[] {
+    const now = this.clock();
+    return [...this.pending].map(([guid, p]) => ({ guid, da: p.da, ageMs: now - p.sentAt }));
+  }
+
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  /** A command reached a virtual device. */
+  arrived(_block: VirtualBlock, device: SimDevice, cmd: Command): void {
+    const p = this.pending.get(device.guid);
+    if (!p || p.da !== cmd.DA) return;
+    this.pending.delete(device.guid);
+    this.metrics.commandReceived(this.clock() - p.sentAt);
+  }
+
+  private step(): void {
+    const now = this.clock();
+    for (const [guid, p] of this.pending) {
+      if (now - p.sentAt > this.lostAfterMs) {
+        this.pending.delete(guid);
+        this.metrics.error("command_lost");
+        this.log("warn", `command to ${guid} did not arrive within ${this.lostAfterMs / 1000} s`);
+      }
+    }
+    if (this.paused) return;
+    this.credit = Math.min(this.credit + this.rate / 10, Math.max(1, this.rate));
+    while (this.credit >= 1) {
+      this.credit -= 1;
+      const target = this.pickTarget();
+      if (!target) break;
+      this.send(target);
+    }
+  }
+
+  private pickTarget(): SimDevice | null {
+    const blocks = this.fleet.blocks;
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const b = blocks[this.rng.int(Math.max(1, this.fleet.running))];
+      // The device exists on the server once the block's first reading (its initial state) was acked.
+      if (!b || !b.activated || b.acked === 0 || b.state !== "online") continue;
+      const actuators = [...b.devices.values()].filter((d) => d.kind === "actuator" && !this.pending.has(d.guid));
+      if (actuators.length > 0) return this.rng.pick(actuators);
+    }
+    return null;
+  }
+
+  private nextValue(d: SimDevice): string {
+    const last = d.last ?? "";
+    if (last === "0" || last === "1") return last === "0" ? "1" : "0";
+    if (/^[0-9A-Fa-f]{6}$/.test(last)) return this.rng.int(0x1000000).toString(16).padStart(6, "0").toUpperCase();
+    return `sim${++this.seq}`;
+  }
+
+  private send(d: SimDevice): void {
+    const da = this.nextValue(d);
+    this.pending.set(d.guid, { da, sentAt: this.clock() });
+    const p = this.api.actuate(d.guid, da).then(
+      () => this.metrics.commandSent(),
+      (err: unknown) => {
+        this.pending.delete(d.guid);
+        const status = (err as { status?: number }).status ?? 0;
+        this.metrics.error(`command_put_${status === 0 ? "network" : `http_${status}`}`);
+        this.log("error", `PUT ${d.guid}: ${(err as Error).message}`);
+      },
+    );
+    const tracked = p.finally(() => this.puts.delete(tracked));
+    this.puts.add(tracked);
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * The fleet: N virtual blocks started at the scenario's ramp-up rate, activated with the user
+ * token (direct flow) or, for the first `two_legged` blocks, through the two-legged flow where the
+ * simulator claims each waiting block as the user (POST /block).
+ */
+import type { ApiClient } from "../../protocol/api-client.js";
+import type { Command } from "../../protocol/payloads.js";
+import type { Metrics } from "../metrics/metrics.js";
+import { Random } from "../random.js";
+import { type LoadedScenario, nodeIdFor } from "../scenario/parse.js";
+import { type FleetDispatcher, fleetDispatcher } from "./dispatcher.js";
+import { Scheduler } from "./scheduler.js";
+import { type SimDevice, VirtualBlock } from "./virtual-block.js";
+
+export interface FleetOptions {
+  scenario: LoadedScenario;
+  baseUrl: string;
+  streamUrl?: string;
+  userToken: string;
+  api: ApiClient;
+  metrics: Metrics;
+  log(level: "info" | "warn" | "error", text: string): void;
+  onCommand(block: VirtualBlock, device: SimDevice, cmd: Command): void;
+  clock?: () => number;
+}
+
+export class Fleet {
+  readonly blocks: VirtualBlock[] = [];
+  readonly scheduler: Scheduler;
+  readonly http: FleetDispatcher;
+  private readonly rng: Random;
+  private rampTimer: NodeJS.Timeout | undefined;
+  private started = 0;
+  private stopped = false;
+  private readonly claims = new Set<Promise<void>>();
+  activated = 0;
+  activationFailed = 0;
+  /** Resolves once every block was started (not necessarily activated). */
+  rampDone: Promise<void> = Promise.resolve();
+
+  constructor(private readonly o: FleetOptions) {
+    this.scheduler = new Scheduler(o.clock ?? Date.now);
+    this.rng = new Random(o.scenario.seed);
+    this.http = fleetDispatcher();
+    const s = o.scenario;
+    for (let i = 0; i < s.blocks.count; i++) {
+      const nodeId = nodeIdFor(s.blocks.node_id, s.seed, i);
+      const twoLegged = i < s.blocks.two_legged;
+      this.blocks.push(
+        new VirtualBlock(i, nodeId, s.devices, this.rng, {
+          baseUrl: o.baseUrl,
+          streamUrl: o.streamUrl,
+          dispatcher: this.http.dispatcher,
+          scheduler: this.scheduler,
+          metrics: o.metrics,
+          userToken: twoLegged ? undefined : o.userToken,
+          onCommand: o.onCommand,
+          onActivated: () => {
+            this.activated++;
+          },
+          log: o.log,
+          clock: o.clock,
+        }),
+      );
+    }
+  }
+
+  get planned(): number {
+    return this.blocks.length;
+  }
+
+  get running(): number {
+    return this.started;
+  }
+
+  /**
+   * Starts the blocks at `ramp_up.blocks_per_s`, never more than `max_pending` of them waiting for
+   * activation (the ramp follows the server's activation rate); returns at once (see rampDone).
+   */
+  start(): void {
+    const { blocks_per_s, max_pending } = this.o.scenario.ramp_up;
+    const perTick = Math.max(1, Math.round(blocks_per_s / 10));
+    this.rampDone = new Promise<void>((resolve) => {
+      const step = (): void => {
+        if (this.stopped) return resolve();
+        const room = Math.max(0, max_pending - (this.started - this.activated - this.activationFailed));
+        const end = Math.min(this.blocks.length, this.started + Math.min(perTick, room));
+        for (; this.started < end; this.started++) this.startBlock(this.blocks[this.started] as VirtualBlock);
+        if (this.started >= this.blocks.length) {
+          this.rampTimer = undefined;
+          resolve();
+        } else this.rampTimer = setTimeout(step, 100);
+      };
+      step();
+    });
+  }
+
+  private startBlock(b: VirtualBlock): void {
+    b.start().catch((err: unknown) => {
+      this.activationFailed++;
+      this.o.log("error", `${b.nodeId}: start failed: ${(err as Error).message}`);
+    });
+    if (b.index < this.o.scenario.blocks.two_legged) {
+      const p = this.claim(b).finally(() => this.claims.delete(p));
+      this.claims.add(p);
+    }
+  }
+
+  /** The user's leg of the two-legged flow: claim once the block is waiting (404 until it is). */
+  private async claim(b: VirtualBlock): Promise<void> {
+    for (let attempt = 0; attempt < 100 && !this.stopped && !b.activated; attempt++) {
+      await new Promise((r) => setTimeout(r, attempt === 0 ? 50 : 200));
+      try {
+        await this.o.api.claimBlock(b.nodeId);
+        this.o.log("info", `${b.nodeId}: claimed (two-legged activation)`);
+        return;
+      } catch (err) {
+        const status = (err as { status?: number }).status ?? 0;
+        if (status !== 404) {
+          this.o.metrics.error(`claim_${status === 0 ? "network" : `http_${status}`}`);
+          this.o.log("warn", `${b.nodeId}: claim failed: ${(err as Error).message}`);
+        }
+      }
+    }
+    if (!b.activated && !this.stopped) {
+      this.activationFailed++;
+      this.o.metrics.error("claim_gave_up");
+    }
+  }
+
+  /** Per-second rates of every block (called once a second). */
+  tick(): void {
+    for (const b of this.blocks) {
+      b.rate = b.sent - b.sentAtTick;
+      b.sentAtTick = b.sent;
+    }
+  }
+
+  /** Blocks picked with the seeded random source (for chaos steps). */
+  pick(n: number, rng: Random): VirtualBlock[] {
+    const live = this.blocks.filter((b) => b.activated && b.state !== "paused" && b.state !== "dropped");
+    const out: VirtualBlock[] = [];
+    while (out.length < n && live.length > 0) out.push(live.splice(rng.int(live.length), 1)[0] as VirtualBlock);
+    return out;
+  }
+
+  backlog(): number {
+    let n = 0;
+    for (const b of this.blocks) n += b.backlog;
+    return n;
+  }
+
+  async pauseAll(): Promise<void> {
+    await Promise.all(this.blocks.slice(0, this.started).map((b) => b.pause()));
+  }
+
+  async resumeAll(): Promise<void> {
+    await Promise.all(this.blocks.slice(0, this.started).map((b) => b.resume()));
+  }
+
+  /** Stops generating readings but keeps the agents running so their outboxes drain. */
+  quiesce(): void {
+    this.stopped = true;
+    if (this.rampTimer) clearTimeout(this.rampTimer);
+    this.scheduler.stop();
+    for (const b of this.blocks) b.restore();
+  }
+
+  async stop(): Promise<void> {
+    this.quiesce();
+    await Promise.allSettled([...this.claims]);
+    await Promise.all(this.blocks.slice(0, this.started).map((b) => b.stop()));
+    await this.http.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,262 @@
+/**
+ * One simulated block: a real BlockAgent (gateway/agent) whose hardware link is virtual. Sensors
+ * submit generated readings to the agent as a serial or MQTT link would; actuators are a
+ * CommandTarget that applies each command and reports the new value back as data, like hardware.
+ */
+import type { Dispatcher } from "undici";
+import { BlockAgent, type CommandTarget, type Reading } from "../../gateway/agent/index.js";
+import { makeGuid } from "../../protocol/guid.js";
+import type { Command } from "../../protocol/payloads.js";
+import { type Generator, makeGenerator } from "../generators.js";
+import { cameraFrame } from "../jpeg.js";
+import type { Metrics } from "../metrics/metrics.js";
+import type { Random } from "../random.js";
+import { type ResolvedDevice, portAt } from "../scenario/parse.js";
+import { SimBlockClient } from "./client.js";
+import { MeasuredOutbox, SimTokenStore } from "./memory.js";
+import type { ScheduledJob, Scheduler } from "./scheduler.js";
+
+export interface SimDevice {
+  /** `G_V_D` */
+  key: string;
+  guid: string;
+  G: string;
+  V: number;
+  D: number;
+  kind: "sensor" | "actuator" | "camera";
+  event: "data" | "heartbeat";
+  gen: Generator;
+  last: string | null;
+  job: ScheduledJob | null;
+}
+
+export type BlockState = "waiting" | "activating" | "online" | "offline" | "paused" | "dropped" | "stopped";
+
+export interface BlockContext {
+  baseUrl: string;
+  streamUrl?: string;
+  dispatcher: Dispatcher;
+  scheduler: Scheduler;
+  metrics: Metrics;
+  /** User token for the direct activation flow; undefined for a two-legged block. */
+  userToken?: string;
+  /** A command reached a virtual device (for round-trip timing). */
+  onCommand(block: VirtualBlock, device: SimDevice, cmd: Command): void;
+  onActivated(block: VirtualBlock): void;
+  log(level: "info" | "warn" | "error", text: string): void;
+  clock?: () => number;
+}
+
+export class VirtualBlock implements CommandTarget {
+  readonly name = "sim";
+  readonly devices = new Map<string, SimDevice>();
+  readonly agent: BlockAgent;
+  private readonly client: SimBlockClient;
+  private readonly outbox: MeasuredOutbox;
+  private running = false;
+  private paused = false;
+  activated = false;
+  activatedAt: number | null = null;
+  sent = 0;
+  acked = 0;
+  errors = 0;
+  /** Readings per second over the last second (set by the fleet's tick). */
+  rate = 0;
+  sentAtTick = 0;
+  private frames = 0;
+
+  constructor(
+    readonly index: number,
+    readonly nodeId: string,
+    specs: ResolvedDevice[],
+    rng: Random,
+    private readonly ctx: BlockContext,
+  ) {
+    const clock = ctx.clock ?? Date.now;
+    let cameraSize: { width: number; height: number } | null = null;
+    for (const spec of specs) {
+      if (spec.generator.kind === "camera") cameraSize = { width: spec.generator.width, height: spec.generator.height };
+      for (let k = 0; k < spec.count; k++) {
+        const G = portAt(spec.G, k);
+        const key = `${G}_${spec.V}_${spec.D}`;
+        const gk = spec.generator.kind;
+        this.devices.set(key, {
+          key,
+          guid: makeGuid({ node: nodeId, G, V: spec.V, D: spec.D }),
+          G,
+          V: spec.V,
+          D: spec.D,
+          kind: gk === "actuator" ? "actuator" : gk === "camera" ? "camera" : "sensor",
+          event: spec.event,
+          gen: makeGenerator(spec.generator, spec.rate, rng.child(`${nodeId}/${key}`)),
+          last: null,
+          job: null,
+        });
+      }
+    }
+    this.outbox = new MeasuredOutbox((entries, now) => {
+      this.acked += entries.length;
+      for (const e of entries) ctx.metrics.acked(now - e.ts);
+    });
+    this.client = new SimBlockClient(
+      { baseUrl: ctx.baseUrl, streamUrl: ctx.streamUrl, nodeId, dispatcher: ctx.dispatcher },
+      { error: (kind) => this.error(kind) },
+    );
+    this.agent = new BlockAgent({
+      nodeId,
+      client: this.client,
+      outbox: this.outbox,
+      tokens: new SimTokenStore(),
+      userToken: ctx.userToken,
+      clock,
+      backoff: { baseMs: 500, maxMs: 10_000, resetAfterMs: 10_000 },
+      camera: cameraSize
+        ? { take: () => Promise.resolve(cameraFrame(cameraSize.width, cameraSize.height, this.frames++)) }
+        : undefined,
+    });
+    this.agent.addLink(this);
+    this.agent.on("activated", () => {
+      if (!this.activated) {
+        this.activated = true;
+        this.activatedAt = clock();
+        this.reportInitial();
+        ctx.onActivated(this);
+      }
+      // Readings start with the token, so ingest latency measures the server, not activation.
+      if (this.running && !this.paused) this.schedule();
+    });
+    this.agent.on("rejected", (_entry: unknown, message: string) => {
+      this.error("uplink_rejected");
+      ctx.log("error", `${nodeId}: reading refused: ${message}`);
+    });
+    this.agent.on("dropped", (n: number) => {
+      for (let i = 0; i < n; i++) this.error("outbox_dropped");
+    });
+    this.agent.on("snapshot", () => {
+      ctx.metrics.counters.snapshots_sent++;
+    });
+  }
+
+  get state(): BlockState {
+    if (this.paused) return "paused";
+    if (this.client.dropped) return "dropped";
+    if (!this.running) return this.activated ? "stopped" : "waiting";
+    const s = this.agent.currentState;
+    return s === "idle" ? "waiting" : s === "stopped" ? "stopped" : s;
+  }
+
+  get backlog(): number {
+    return this.outbox.rows;
+  }
+
+  /** Starts the agent; once activated, the actuators report their state and the generators run. */
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    await this.agent.start();
+  }
+
+  private reportInitial(): void {
+    const initial: Reading[] = [];
+    for (const d of this.devices.values()) {
+      const v = d.gen.initial();
+      if (v !== null && d.last === null) {
+        d.last = v;
+        initial.push({ G: d.G, V: d.V, D: d.D, DA: v, kind: "data" });
+      }
+    }
+    if (initial.length > 0) this.submit(initial);
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.unschedule();
+    await this.agent.stop();
+  }
+
+  /** Chaos: the block freezes (no readings, no polls) until resume(). */
+  async pause(): Promise<void> {
+    if (this.paused || !this.running) return;
+    this.paused = true;
+    this.unschedule();
+    await this.agent.stop();
+  }
+
+  async resume(): Promise<void> {
+    if (!this.paused) return;
+    this.paused = false;
+    if (!this.running) return;
+    // The agent loads its stored token and emits `activated`, which restarts the generators.
+    await this.agent.start();
+  }
+
+  /** Chaos: the block's network goes away; readings keep piling up in its outbox. */
+  drop(): void {
+    this.client.drop();
+  }
+
+  restore(): void {
+    this.client.restore();
+  }
+
+  /** Chaos: `n` readings at once from the first sensor. */
+  burst(n: number): void {
+    const d = [...this.devices.values()].find((x) => x.kind === "sensor") ?? [...this.devices.values()][0];
+    if (!d) return;
+    const readings: Reading[] = [];
+    for (let i = 0; i < n; i++) readings.push({ G: d.G, V: d.V, D: d.D, DA: d.gen.nextValue(), kind: "heartbeat" });
+    d.last = readings[readings.length - 1]?.DA ?? d.last;
+    this.submit(readings);
+  }
+
+  owns(cmd: Command): boolean {
+    return this.devices.has(`${cmd.G}_${cmd.V}_${cmd.D}`);
+  }
+
+  /** The virtual hardware applies the command and reports the new value back, as real actuators do. */
+  deliver(cmd: Command): Promise<void> {
+    const d = this.devices.get(`${cmd.G}_${cmd.V}_${cmd.D}`);
+    if (!d) return Promise.reject(new Error(`no device ${cmd.G}_${cmd.V}_${cmd.D} on ${this.nodeId}`));
+    this.ctx.onCommand(this, d, cmd);
+    if (d.kind === "actuator") {
+      d.last = cmd.DA;
+      this.submit([{ G: d.G, V: d.V, D: d.D, DA: cmd.DA, kind: "data" }]);
+    }
+    return Promise.resolve();
+  }
+
+  private submit(readings: Reading[]): void {
+    const n = this.agent.submitMany(readings, this.name);
+    this.sent += n;
+    this.ctx.metrics.sent(n);
+  }
+
+  private error(kind: string): void {
+    this.errors++;
+    this.ctx.metrics.error(kind);
+  }
+
+  private schedule(): void {
+    for (const d of this.devices.values()) if (d.job === null) this.next(d);
+  }
+
+  private next(d: SimDevice): void {
+    const delay = d.gen.nextDelay();
+    if (delay === null) return;
+    d.job = this.ctx.scheduler.after(delay, () => {
+      d.job = null;
+      if (!this.running || this.paused) return;
+      const v = d.gen.nextValue();
+      d.last = v;
+      this.submit([{ G: d.G, V: d.V, D: d.D, DA: v, kind: d.event }]);
+      this.next(d);
+    });
+  }
+
+  private unschedule(): void {
+    for (const d of this.devices.values()) {
+      d.job?.cancel();
+      d.job = null;
+    }
+  }
+}

@@ -1,0 +1,53 @@
+/** Latency histograms (HDR): microsecond resolution, reported in milliseconds. */
+import { type Histogram, build } from "hdr-histogram-js";
+
+export interface LatencySummary {
+  count: number;
+  p50: number | null;
+  p90: number | null;
+  p99: number | null;
+  max: number | null;
+  mean: number | null;
+}
+
+const round = (ms: number): number => Math.round(ms * 1000) / 1000;
+
+export class Latency {
+  private readonly h: Histogram = build({
+    bitBucketSize: 32,
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: 3_600_000_000,
+    numberOfSignificantValueDigits: 3,
+    autoResize: true,
+  });
+
+  /** Records one latency in milliseconds (negative values, from clock skew, count as 0). */
+  record(ms: number): void {
+    this.h.recordValue(Math.max(0, Math.round(ms * 1000)));
+  }
+
+  get count(): number {
+    return this.h.totalCount;
+  }
+
+  /** The percentile in ms, null without samples. */
+  percentile(p: number): number | null {
+    return this.h.totalCount === 0 ? null : round(this.h.getValueAtPercentile(p) / 1000);
+  }
+
+  summary(): LatencySummary {
+    if (this.h.totalCount === 0) return { count: 0, p50: null, p90: null, p99: null, max: null, mean: null };
+    return {
+      count: this.h.totalCount,
+      p50: this.percentile(50),
+      p90: this.percentile(90),
+      p99: this.percentile(99),
+      max: round(this.h.maxValue / 1000),
+      mean: round(this.h.mean / 1000),
+    };
+  }
+
+  reset(): void {
+    this.h.reset();
+  }
+}

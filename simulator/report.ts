@@ -1,0 +1,157 @@
+/**
+ * The run's JSON report (`--report FILE`) and its verdict: thresholds checked against a flat metric
+ * table, and a statement of which side limited the run (the simulator's own CPU or event loop, or
+ * the server).
+ */
+import { writeFileSync } from "node:fs";
+import type { LoadSummary } from "./metrics/load.js";
+import type { MetricsSnapshot } from "./metrics/metrics.js";
+import type { LoadedScenario } from "./scenario/parse.js";
+import { type ThresholdMetric, type ThresholdResult, checkThresholds } from "./scenario/thresholds.js";
+
+/** Who limited the run: the simulator process, the server, the machine (other load), or nobody. */
+export type Bottleneck = "simulator" | "server" | "host" | "none";
+
+export interface BlockCounts {
+  planned: number;
+  activated: number;
+  failed: number;
+}
+
+export interface Report {
+  scenario: LoadedScenario;
+  started_at: string;
+  /** Measured time (after the warm-up), seconds. */
+  duration_s: number;
+  blocks: BlockCounts;
+  counts: MetricsSnapshot["counters"] & { commands_lost: number; commands_in_flight: number; callback_devices: number };
+  errors_by_kind: Record<string, number>;
+  latency_ms: { ingest: MetricsSnapshot["ingest"]; command: MetricsSnapshot["command"]; callback: MetricsSnapshot["callback"] };
+  events_per_s: number;
+  simulator: LoadSummary & {
+    /** CPU of the simulator per event acknowledged in the measured window, microseconds. */
+    cpu_us_per_event: number | null;
+    bottleneck: Bottleneck;
+    reason: string;
+  };
+  thresholds: ThresholdResult[];
+  passed: boolean;
+}
+
+export interface ReportInput {
+  scenario: LoadedScenario;
+  startedAt: number;
+  measuredMs: number;
+  blocks: BlockCounts;
+  metrics: MetricsSnapshot;
+  /** The simulator's load over the measured window. */
+  load: LoadSummary;
+  /** Events acknowledged during the measured window. */
+  measuredAcked: number;
+  callbackDevices: number;
+  /** Commands still in flight when the run ended (not counted as lost). */
+  commandsInFlight: number;
+}
+
+/** Above these the simulator itself limits the run. */
+const CPU_LIMIT_PERCENT = 90;
+const LOOP_DELAY_LIMIT_MS = 100;
+
+function bottleneck(i: ReportInput): { bottleneck: Bottleneck; reason: string } {
+  const l = i.load;
+  const c = i.metrics.counters;
+  const backlog = c.events_sent - c.events_acked - c.errors;
+  const p50 = i.metrics.ingest.p50 ?? 0;
+  const p99 = i.metrics.ingest.p99 ?? 0;
+  const serverSlow = p99 > 1000 || backlog > Math.max(100, c.events_sent * 0.05) || (i.metrics.errors_by_kind.uplink_http_429 ?? 0) > 0;
+  const server = {
+    bottleneck: "server" as const,
+    reason: `ingest p50 ${p50} ms p99 ${p99} ms, far above the simulator's own event-loop delay (p99 ${l.loop_delay_p99_ms} ms)`,
+  };
+  // Readings that wait much longer than the simulator's loop ever stalls wait on the server.
+  if (serverSlow && p50 > 5 * l.loop_delay_p99_ms) return server;
+  if (l.loop_delay_p99_ms >= LOOP_DELAY_LIMIT_MS && l.cpu_percent < CPU_LIMIT_PERCENT / 2) {
+    return {
+      bottleneck: "host",
+      reason: `event-loop delay p99 ${l.loop_delay_p99_ms} ms while the simulator used only ${l.cpu_percent}% of a core: the machine is busy with other work`,
+    };
+  }
+  if (l.cpu_percent >= CPU_LIMIT_PERCENT || l.loop_delay_p99_ms >= LOOP_DELAY_LIMIT_MS) {
+    return {
+      bottleneck: "simulator",
+      reason: `simulator CPU ${l.cpu_percent}% of a core, event-loop delay p99 ${l.loop_delay_p99_ms} ms: run more simulator processes`,
+    };
+  }
+  if (serverSlow) return server;
+  return { bottleneck: "none", reason: "neither side saturated" };
+}
+
+export function metricTable(r: Omit<Report, "thresholds" | "passed">): Record<ThresholdMetric, number | null> {
+  const c = r.counts;
+  const t: Record<string, number | null> = {
+    events_sent: c.events_sent,
+    events_acked: c.events_acked,
+    events_per_s: r.events_per_s,
+    errors: c.errors,
+    error_rate: c.events_sent > 0 ? c.errors / c.events_sent : 0,
+    commands_sent: c.commands_sent,
+    commands_received: c.commands_received,
+    commands_lost: c.commands_lost,
+    callbacks_received: c.callbacks_received,
+    sim_cpu_percent: r.simulator.cpu_percent,
+    loop_delay_p99_ms: r.simulator.loop_delay_p99_ms,
+  };
+  for (const k of ["ingest", "command", "callback"] as const) {
+    const s = r.latency_ms[k];
+    t[`p50_${k}_ms`] = s.p50;
+    t[`p90_${k}_ms`] = s.p90;
+    t[`p99_${k}_ms`] = s.p99;
+    t[`max_${k}_ms`] = s.max;
+  }
+  return t as Record<ThresholdMetric, number | null>;
+}
+
+export function buildReport(i: ReportInput): Report {
+  const c = i.metrics.counters;
+  const base: Omit<Report, "thresholds" | "passed"> = {
+    scenario: i.scenario,
+    started_at: new Date(i.startedAt).toISOString(),
+    duration_s: Math.round(i.measuredMs) / 1000,
+    blocks: i.blocks,
+    counts: {
+      ...c,
+      commands_lost: Math.max(0, c.commands_sent - c.commands_received - i.commandsInFlight),
+      commands_in_flight: i.commandsInFlight,
+      callback_devices: i.callbackDevices,
+    },
+    errors_by_kind: i.metrics.errors_by_kind,
+    latency_ms: { ingest: i.metrics.ingest, command: i.metrics.command, callback: i.metrics.callback },
+    events_per_s: i.measuredMs > 0 ? Math.round((i.measuredAcked / i.measuredMs) * 1e5) / 100 : 0,
+    simulator: {
+      ...i.load,
+      cpu_us_per_event: i.measuredAcked > 0 ? Math.round(((i.load.cpu_user_ms + i.load.cpu_system_ms) * 1e5) / i.measuredAcked) / 100 : null,
+      ...bottleneck(i),
+    },
+  };
+  const thresholds = checkThresholds(i.scenario.thresholds, metricTable(base));
+  return { ...base, thresholds, passed: thresholds.every((t) => t.passed) };
+}
+
+export function writeReport(path: string, report: Report): void {
+  writeFileSync(path, `${JSON.stringify(report, null, 2)}\n`);
+}
+
+/** Human lines for the end of a headless run (stderr). */
+export function summaryLines(r: Report): string[] {
+  const lat = (name: string, s: Report["latency_ms"]["ingest"]): string =>
+    s.count === 0 ? `${name}: no samples` : `${name}: p50 ${s.p50} p90 ${s.p90} p99 ${s.p99} max ${s.max} ms (${s.count})`;
+  const lines = [
+    `blocks ${r.blocks.activated}/${r.blocks.planned} activated, events ${r.counts.events_acked}/${r.counts.events_sent} acked, ${r.counts.errors} errors, ${r.events_per_s}/s`,
+    lat("ingest ack", r.latency_ms.ingest),
+    lat("command round trip", r.latency_ms.command),
+    `${lat("callback delivery", r.latency_ms.callback)}, ${r.counts.callbacks_received} deliveries on ${r.counts.callback_devices} devices`,
+    `simulator: CPU ${r.simulator.cpu_percent}% (max ${r.simulator.cpu_percent_max}%, ${r.simulator.cpu_us_per_event ?? "-"} µs/event), loop delay p99 ${r.simulator.loop_delay_p99_ms} ms; bottleneck: ${r.simulator.bottleneck} (${r.simulator.reason})`,
+  ];
+  for (const t of r.thresholds) lines.push(`threshold ${t.passed ? "ok  " : "FAIL"} ${t.text} (actual ${t.actual ?? "no data"})`);
+  return lines;
+}

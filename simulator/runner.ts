@@ -1,0 +1,239 @@
+/**
+ * The simulator's controller: owns the fleet, the command driver, chaos, the callback receiver and
+ * the measurements, and walks the run through its phases (ramping -> warm-up -> running ->
+ * draining -> done). `start()` returns once everything listens; `finished` resolves with the report.
+ */
+import { Agent } from "undici";
+import { ApiClient } from "../protocol/api-client.js";
+import { CallbackReceiver } from "./callback-receiver.js";
+import { EventLog } from "./event-log.js";
+import { CallbackRegistrar } from "./fleet/callbacks.js";
+import { Chaos } from "./fleet/chaos.js";
+import { CommandDriver } from "./fleet/commands.js";
+import { Fleet } from "./fleet/fleet.js";
+import { SelfLoad } from "./metrics/load.js";
+import { Metrics } from "./metrics/metrics.js";
+import { Random } from "./random.js";
+import { type Report, buildReport } from "./report.js";
+import type { LoadedScenario } from "./scenario/parse.js";
+
+export type RunPhase = "starting" | "ramping" | "warmup" | "running" | "draining" | "done";
+
+export interface SimOptions {
+  scenario: LoadedScenario;
+  /** REST root including /rest/v0. */
+  baseUrl: string;
+  streamUrl?: string;
+  /** The user access token: direct activation, command PUTs, callbacks, claims. */
+  token: string;
+  /** Address of the callback receiver. Default 127.0.0.1, port 0. */
+  callbackHost?: string;
+  callbackPort?: number;
+  /** Host name the server uses to reach the receiver. Default: callbackHost. */
+  callbackPublicHost?: string;
+  /** Longest wait for outboxes to drain at the end, ms. Default 15 000. */
+  drainTimeoutMs?: number;
+  clock?: () => number;
+}
+
+export class SimRunner {
+  readonly metrics = new Metrics();
+  readonly load = new SelfLoad();
+  readonly log = new EventLog();
+  readonly fleet: Fleet;
+  readonly commands: CommandDriver;
+  readonly chaos: Chaos;
+  readonly receiver: CallbackReceiver;
+  readonly callbacks: CallbackRegistrar;
+  private readonly api: ApiClient;
+  private readonly apiDispatcher = new Agent({ connections: 32, keepAliveTimeout: 30_000 });
+  private readonly clock: () => number;
+  phase: RunPhase = "starting";
+  paused = false;
+  startedAt = 0;
+  private measureStart: number | null = null;
+  private pausedTotal = 0;
+  private pausedSince: number | null = null;
+  private ticker: NodeJS.Timeout | undefined;
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private chaosCount = 0;
+  private ackedAtStart = 0;
+  private endRequested: (() => void) | null = null;
+  readonly finished: Promise<Report>;
+  private resolveFinished!: (r: Report) => void;
+  private rejectFinished!: (e: unknown) => void;
+
+  constructor(private readonly o: SimOptions) {
+    if (!o.token) throw new TypeError("SimRunner: a user access token is required");
+    this.clock = o.clock ?? Date.now;
+    const log = (level: "info" | "warn" | "error", text: string): void => this.log.add(level, text);
+    this.api = new ApiClient({ baseUrl: o.baseUrl, streamUrl: o.streamUrl, token: o.token, dispatcher: this.apiDispatcher, timeoutMs: 15_000 });
+    this.fleet = new Fleet({
+      scenario: o.scenario,
+      baseUrl: o.baseUrl,
+      streamUrl: o.streamUrl,
+      userToken: o.token,
+      api: this.api,
+      metrics: this.metrics,
+      log,
+      onCommand: (b, d, cmd) => this.commands.arrived(b, d, cmd),
+      clock: o.clock,
+    });
+    const rng = new Random(o.scenario.seed);
+    this.commands = new CommandDriver(this.fleet, this.api, this.metrics, o.scenario.commands.rate, rng.child("commands"), log, this.clock);
+    this.chaos = new Chaos(this.fleet, o.scenario.seed, log);
+    this.receiver = new CallbackReceiver(this.metrics, { host: o.callbackHost, port: o.callbackPort, publicHost: o.callbackPublicHost, clock: this.clock });
+    this.callbacks = new CallbackRegistrar(this.fleet, this.api, this.receiver, this.metrics, o.scenario.callbacks.devices, log);
+    this.finished = new Promise<Report>((resolve, reject) => {
+      this.resolveFinished = resolve;
+      this.rejectFinished = reject;
+    });
+  }
+
+  get scenario(): LoadedScenario {
+    return this.o.scenario;
+  }
+
+  async start(): Promise<void> {
+    this.startedAt = this.clock();
+    this.load.start();
+    await this.receiver.start();
+    this.callbacks.plan();
+    this.phase = "ramping";
+    this.metrics.recording = this.o.scenario.warmup_s === 0;
+    this.fleet.start();
+    this.ticker = setInterval(() => this.tick(), 1000);
+    this.commands.start();
+    this.run().then(this.resolveFinished, this.rejectFinished);
+  }
+
+  private async run(): Promise<Report> {
+    const s = this.o.scenario;
+    const ended = new Promise<void>((resolve) => {
+      this.endRequested = resolve;
+    });
+    await Promise.race([this.fleet.rampDone, ended]);
+    if (this.phase === "ramping" && s.warmup_s > 0) {
+      this.phase = "warmup";
+      await Promise.race([this.wait(s.warmup_s * 1000), ended]);
+      this.metrics.resetLatencies();
+      this.metrics.recording = true;
+    }
+    if (this.phase === "ramping" || this.phase === "warmup") {
+      this.phase = "running";
+      this.measureStart = this.clock();
+      this.ackedAtStart = this.metrics.counters.events_acked;
+      this.load.mark();
+      this.chaos.start(s.chaos);
+      await Promise.race([this.untilMeasured(s.duration_s * 1000), ended]);
+    }
+    return this.drain();
+  }
+
+  private wait(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(() => {
+        this.timers.delete(t);
+        resolve();
+      }, ms);
+      this.timers.add(t);
+    });
+  }
+
+  /** Resolves once the measured time (pauses excluded) reaches `ms`. */
+  private async untilMeasured(ms: number): Promise<void> {
+    while (this.measuredMs() < ms && this.phase === "running") await this.wait(Math.max(10, Math.min(1000, ms - this.measuredMs())));
+  }
+
+  measuredMs(): number {
+    if (this.measureStart === null) return 0;
+    const now = this.clock();
+    return now - this.measureStart - this.pausedTotal - (this.pausedSince !== null ? now - this.pausedSince : 0);
+  }
+
+  remainingMs(): number {
+    return Math.max(0, this.o.scenario.duration_s * 1000 - this.measuredMs());
+  }
+
+  /** Quit: end the run now and report what was measured. */
+  requestStop(): void {
+    this.endRequested?.();
+  }
+
+  async pause(): Promise<void> {
+    if (this.paused || this.phase === "draining" || this.phase === "done") return;
+    this.paused = true;
+    this.pausedSince = this.clock();
+    this.commands.paused = true;
+    this.log.add("info", "run paused");
+    await this.fleet.pauseAll();
+  }
+
+  async resume(): Promise<void> {
+    if (!this.paused) return;
+    this.paused = false;
+    if (this.pausedSince !== null) this.pausedTotal += this.clock() - this.pausedSince;
+    this.pausedSince = null;
+    this.commands.paused = false;
+    this.log.add("info", "run resumed");
+    await this.fleet.resumeAll();
+  }
+
+  injectChaos(): void {
+    this.chaos.inject(this.chaosCount++);
+  }
+
+  private tick(): void {
+    this.metrics.tick();
+    this.load.sample();
+    this.fleet.tick();
+    this.callbacks.tick().catch((err: unknown) => this.log.add("error", `callbacks: ${(err as Error).message}`));
+  }
+
+  private async drain(): Promise<Report> {
+    this.phase = "draining";
+    if (this.paused) await this.resume();
+    const measuredMs = this.measuredMs();
+    // The simulator's load and the acknowledged rate cover the measured window, not the drain.
+    const load = this.load.summary();
+    const measuredAcked = this.measureStart === null ? 0 : this.metrics.counters.events_acked - this.ackedAtStart;
+    this.chaos.stop();
+    this.commands.stop();
+    this.fleet.quiesce();
+    const deadline = this.clock() + (this.o.drainTimeoutMs ?? 15_000);
+    await this.commands.drain();
+    while (this.clock() < deadline && (this.fleet.backlog() > 0 || this.commands.inFlight > 0)) await this.wait(100);
+    // Callbacks are delivered within about a second of the data arriving.
+    if (this.callbacks.registered.length > 0) await this.wait(1500);
+    const backlog = this.fleet.backlog();
+    if (backlog > 0) this.log.add("warn", `${backlog} readings were still unacknowledged when the drain time ran out`);
+    for (const p of this.commands.pendingList()) this.log.add("warn", `command ${p.da} to ${p.guid} still in flight after ${Math.round(p.ageMs)} ms`);
+    const report = buildReport({
+      scenario: this.o.scenario,
+      startedAt: this.startedAt,
+      measuredMs,
+      blocks: { planned: this.fleet.planned, activated: this.fleet.activated, failed: this.fleet.planned - this.fleet.activated },
+      metrics: this.metrics.snapshot(),
+      load,
+      measuredAcked,
+      callbackDevices: this.callbacks.registered.length,
+      commandsInFlight: this.commands.inFlight,
+    });
+    this.phase = "done";
+    return report;
+  }
+
+  /** Stops everything (after `finished`, or to abandon a run). */
+  async stop(): Promise<void> {
+    this.requestStop();
+    if (this.ticker) clearInterval(this.ticker);
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    this.commands.stop();
+    this.chaos.stop();
+    await this.fleet.stop();
+    await this.receiver.stop();
+    this.load.stop();
+    await this.apiDispatcher.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * End to end: a real server on loopback, `blockkit sim --headless` as a child process with 50 blocks
+ * for a few seconds; the report's counts must match what the server stored, and a broken threshold
+ * must make the exit code non-zero.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ApiClient } from "../../protocol/api-client.js";
+import { BlockkitServer } from "../../server/controller.js";
+import type { Report } from "../../simulator/report.js";
+
+const TOKEN = "admin-token-0123456789";
+const ROOT = join(import.meta.dirname, "..", "..");
+
+interface Run {
+  code: number | null;
+  stderr: string;
+}
+
+const children = new Set<ChildProcess>();
+
+function sim(args: string[], timeoutMs = 40_000): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "cli/index.ts", "sim", ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    children.add(child);
+    let stderr = "";
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    child.stdout.resume();
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`blockkit sim did not finish within ${timeoutMs} ms:\n${stderr}`));
+    }, timeoutMs);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      children.delete(child);
+      resolve({ code, stderr });
+    });
+  });
+}
+
+describe("blockkit sim against a real server", () => {
+  let server: BlockkitServer;
+  let dir: string;
+  let baseUrl: string;
+  let api: ApiClient;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "blockkit-sim-e2e-"));
+    server = new BlockkitServer({ port: 0, streamPort: 0, dataDir: join(dir, "data"), adminToken: TOKEN, logger: pino({ level: "silent" }), pollHoldSeconds: 5 });
+    const started = await server.start();
+    baseUrl = started.baseUrl;
+    api = new ApiClient({ baseUrl, token: TOKEN });
+  });
+
+  afterAll(async () => {
+    for (const c of children) c.kill("SIGKILL");
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("50 blocks, chaos included: the report's counts are what the server stored", { timeout: 60_000 }, async () => {
+    const scenario = join(dir, "fleet.yaml");
+    writeFileSync(
+      scenario,
+      [
+        "name: e2e",
+        "blocks: { count: 50, node_id: 'EEE{seed}B{index:8}', two_legged: 2 }",
+        "devices:",
+        "  - { type: temperature, rate: 2 }",
+        "  - { type: relay }",
+        "ramp_up: { blocks_per_s: 200 }",
+        "commands: { rate: 10 }",
+        "callbacks: { devices: 5 }",
+        "chaos:",
+        "  - { at_s: 0.5, action: drop, blocks: 2, for_s: 1 }",
+        "  - { at_s: 1, action: pause, blocks: 2, for_s: 1 }",
+        "  - { at_s: 1.5, action: burst, blocks: 2, events: 20 }",
+        "thresholds: ['errors == 0', 'events_acked > 100', 'commands_lost == 0']",
+      ].join("\n"),
+    );
+    const reportFile = join(dir, "report.json");
+    const run = await sim(["--headless", "--server", baseUrl, "--token", TOKEN, "--scenario", scenario, "--duration", "3", "--seed", "4", "--report", reportFile, "--progress", "1", "--drain", "5"]);
+    expect(run.stderr).toMatch(/\[0:0\d\/0:03\] blocks \d+\/50/);
+    expect(run.stderr).toContain("chaos: dropped the connection of");
+    expect(run.code, run.stderr).toBe(0);
+    const report = JSON.parse(readFileSync(reportFile, "utf8")) as Report;
+
+    expect(report.blocks).toEqual({ planned: 50, activated: 50, failed: 0 });
+    const blocks = await api.blocks();
+    expect(Object.keys(blocks).filter((n) => n.startsWith("EEE4B")).length).toBe(50);
+
+    // Every acknowledged reading is stored once (idempotency keys cover the replays after the drop).
+    const devices = Object.keys(await api.devices()).filter((g) => g.startsWith("EEE4B"));
+    expect(devices.length).toBe(100);
+    let stored = 0;
+    for (const guid of devices) stored += (await api.history(guid, { from: 0 })).length;
+    expect(report.counts.events_sent).toBe(report.counts.events_acked);
+    expect(stored).toBe(report.counts.events_acked);
+    expect(report.counts.events_acked).toBeGreaterThan(300);
+
+    expect(report.counts.errors).toBe(0);
+    expect(report.counts.commands_sent).toBeGreaterThan(10);
+    // A command answered on a long-poll that chaos cut at that very moment may still be on its way.
+    expect(report.counts.commands_received + report.counts.commands_in_flight, run.stderr).toBe(report.counts.commands_sent);
+    expect(report.counts.commands_in_flight).toBeLessThanOrEqual(2);
+    expect(report.latency_ms.command.count).toBeGreaterThan(0);
+    expect(report.latency_ms.ingest.p99).toBeGreaterThan(0);
+    expect(report.counts.callback_devices).toBe(5);
+    expect(report.simulator.cpu_percent).toBeGreaterThan(0);
+    expect(report.thresholds.every((t) => t.passed)).toBe(true);
+    expect(report.passed).toBe(true);
+  });
+
+  it("a broken threshold gives exit code 1 and says which", { timeout: 30_000 }, async () => {
+    const scenario = join(dir, "strict.json");
+    writeFileSync(scenario, JSON.stringify({ blocks: { count: 3, node_id: "STRICT{index:8}" }, devices: [{ type: "temperature", rate: 5 }], thresholds: ["events_acked < 1"] }));
+    const reportFile = join(dir, "strict-report.json");
+    const run = await sim(["--server", baseUrl, "--token", TOKEN, "--scenario", scenario, "--duration", "1", "--report", reportFile]);
+    expect(run.code, run.stderr).toBe(1);
+    expect(run.stderr).toMatch(/threshold FAIL events_acked < 1 \(actual \d+\)/);
+    expect((JSON.parse(readFileSync(reportFile, "utf8")) as Report).passed).toBe(false);
+  });
+
+  it("refuses a bad scenario with every problem by path (exit 2)", async () => {
+    const scenario = join(dir, "bad.yaml");
+    writeFileSync(scenario, "devices:\n  - type: toaster\n  - type: relay\n    generator: { kind: sine }\nthresholds: ['p99 < 1']\n");
+    const run = await sim(["--server", baseUrl, "--token", TOKEN, "--scenario", scenario]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('devices.0.type: unknown device type "toaster"');
+    expect(run.stderr).toMatch(/devices\.1\.generator\.period_s: Expected required property/);
+    expect(run.stderr).toMatch(/thresholds\.0: unknown metric "p99"/);
+  });
+});

@@ -1,0 +1,74 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { MeasuredOutbox, SimTokenStore } from "../../simulator/fleet/memory.js";
+import { Scheduler } from "../../simulator/fleet/scheduler.js";
+
+describe("fleet scheduler", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("runs jobs in due order with one timer, skips cancelled ones", async () => {
+    vi.useFakeTimers();
+    const s = new Scheduler();
+    const ran: string[] = [];
+    s.after(300, () => ran.push("c"));
+    s.after(100, () => ran.push("a"));
+    const b = s.after(200, () => ran.push("b"));
+    s.after(100, () => ran.push("a2"));
+    b.cancel();
+    expect(vi.getTimerCount()).toBe(1);
+    await vi.advanceTimersByTimeAsync(150);
+    expect(ran).toEqual(["a", "a2"]);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(ran).toEqual(["a", "a2", "c"]);
+    s.stop();
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("a job that schedules itself with no delay runs on a later turn, not in a loop", async () => {
+    vi.useFakeTimers();
+    const s = new Scheduler();
+    let n = 0;
+    const again = (): void => {
+      n++;
+      if (n < 1000) s.after(0, again);
+    };
+    s.after(0, again);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(n).toBe(1);
+    // Each round is a new timer (the fake clock moves at least 1 ms per timer).
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(n).toBe(1000);
+    s.stop();
+  });
+});
+
+describe("measured outbox and token store", () => {
+  it("acknowledges in order, times each entry from its submission and bounds its rows", () => {
+    let now = 1000;
+    const acked: [string, number][] = [];
+    const ob = new MeasuredOutbox((entries, at) => entries.forEach((e) => acked.push([e.DA, at - e.ts])), 3, 10_000, () => now);
+    const entry = (DA: string, ts: number) => ({ kind: "data" as const, G: "1", V: 0, D: 9, DA, value: null, ts, key: `k${DA}` });
+    expect(ob.append([entry("a", 900), entry("b", 950)])).toBe(0);
+    expect(ob.peek(10).map((e) => e.DA)).toEqual(["a", "b"]);
+    now = 1010;
+    ob.ack(ob.peek(1).map((e) => e.id));
+    expect(acked).toEqual([["a", 110]]);
+    expect(ob.append([entry("c", 1000), entry("d", 1000), entry("e", 1000)])).toBe(1);
+    expect(ob.peek(10).map((e) => e.DA)).toEqual(["c", "d", "e"]);
+    expect(ob.stats()).toMatchObject({ rows: 3, dropped: 1 });
+    expect(ob.expire(11_500)).toBe(3);
+    expect(ob.stats()).toMatchObject({ rows: 0, bytes: 0, dropped: 4 });
+  });
+
+  it("keeps the token in memory and reports saves", async () => {
+    const saved: string[] = [];
+    const t = new SimTokenStore((tok) => saved.push(tok));
+    expect(await t.load()).toBeNull();
+    await t.save("tok1");
+    expect(await t.load()).toBe("tok1");
+    await t.clear();
+    expect(await t.load()).toBeNull();
+    expect(saved).toEqual(["tok1"]);
+  });
+});

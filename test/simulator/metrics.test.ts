@@ -1,0 +1,155 @@
+import { request } from "undici";
+import { afterEach, describe, expect, it } from "vitest";
+import { CallbackReceiver } from "../../simulator/callback-receiver.js";
+import { EventLog } from "../../simulator/event-log.js";
+import { Latency } from "../../simulator/metrics/histogram.js";
+import { SelfLoad } from "../../simulator/metrics/load.js";
+import { Metrics } from "../../simulator/metrics/metrics.js";
+import { buildReport, summaryLines } from "../../simulator/report.js";
+import { validateScenario } from "../../simulator/scenario/parse.js";
+
+describe("latency histogram", () => {
+  it("gives percentiles and max in ms, null without samples", () => {
+    const l = new Latency();
+    expect(l.summary()).toEqual({ count: 0, p50: null, p90: null, p99: null, max: null, mean: null });
+    for (let i = 1; i <= 1000; i++) l.record(i / 10);
+    const s = l.summary();
+    expect(s.count).toBe(1000);
+    expect(s.p50).toBeCloseTo(50, 0);
+    expect(s.p90).toBeCloseTo(90, 0);
+    expect(s.p99).toBeCloseTo(99, 0);
+    expect(s.max).toBeCloseTo(100, 1);
+    l.record(-5);
+    expect(l.percentile(0)).toBe(0);
+  });
+});
+
+describe("metrics", () => {
+  it("counts, keeps per-second series and skips latencies while not recording", () => {
+    const m = new Metrics();
+    m.recording = false;
+    m.sent(3);
+    m.acked(5, 3);
+    m.error("uplink_http_503");
+    m.error("uplink_http_503");
+    m.tick();
+    expect(m.ingest.count).toBe(0);
+    m.recording = true;
+    m.sent();
+    m.acked(7);
+    m.commandSent();
+    m.commandReceived(12);
+    m.callbackReceived(30);
+    m.tick();
+    const s = m.snapshot();
+    expect(s.counters).toMatchObject({ events_sent: 4, events_acked: 4, errors: 2, commands_sent: 1, commands_received: 1, callbacks_received: 1 });
+    expect(s.errors_by_kind).toEqual({ uplink_http_503: 2 });
+    expect(s.series.sent).toEqual([3, 1]);
+    expect(s.series.errors).toEqual([2, 0]);
+    expect(s.ingest.count).toBe(1);
+    expect(s.command.p50).toBeCloseTo(12, 1);
+  });
+
+  it("the simulator's own load reports CPU and event-loop delay", async () => {
+    const load = new SelfLoad();
+    load.start();
+    const until = Date.now() + 150;
+    while (Date.now() < until) Math.sqrt(Math.random());
+    await new Promise((r) => setImmediate(r));
+    expect(load.sample()).toBeGreaterThan(30);
+    const s = load.summary();
+    load.stop();
+    expect(s.cpu_percent).toBeGreaterThan(30);
+    expect(s.cpu_user_ms).toBeGreaterThan(50);
+  });
+});
+
+describe("report", () => {
+  const scenario = validateScenario({ devices: [{ type: "relay" }], thresholds: ["errors == 0", "p99_command_ms < 50", "p99_callback_ms < 100"] });
+  const input = (errors: number) => {
+    const m = new Metrics();
+    m.sent(100);
+    m.acked(2, 100);
+    for (let i = 0; i < errors; i++) m.error("poll_network");
+    m.commandSent();
+    m.commandReceived(20);
+    return {
+      scenario,
+      startedAt: Date.UTC(2026, 0, 1),
+      measuredMs: 10_000,
+      blocks: { planned: 1, activated: 1, failed: 0 },
+      metrics: m.snapshot(),
+      load: { cpu_percent: 12, cpu_percent_max: 20, cpu_user_ms: 1, cpu_system_ms: 1, loop_delay_p50_ms: 1, loop_delay_p99_ms: 3, loop_delay_max_ms: 4 },
+      measuredAcked: 100,
+      callbackDevices: 0,
+      commandsInFlight: 0,
+    };
+  };
+
+  it("passes or fails on thresholds; no callback data fails its threshold honestly", () => {
+    const r = buildReport(input(0));
+    expect(r.events_per_s).toBe(10);
+    expect(r.simulator.cpu_us_per_event).toBe(20);
+    expect(r.counts.callbacks_received).toBe(0);
+    expect(r.thresholds.map((t) => t.passed)).toEqual([true, true, false]);
+    expect(r.passed).toBe(false);
+    expect(summaryLines(r).join("\n")).toMatch(/threshold FAIL p99_callback_ms < 100 \(actual no data\)/);
+    const r2 = buildReport({ ...input(3), scenario: validateScenario({ devices: [{ type: "relay" }], thresholds: ["errors == 0"] }) });
+    expect(r2.passed).toBe(false);
+    expect(r2.errors_by_kind).toEqual({ poll_network: 3 });
+    expect(buildReport({ ...input(0), scenario: validateScenario({ devices: [{ type: "relay" }], thresholds: ["errors == 0"] }) }).passed).toBe(true);
+  });
+
+  it("names the simulator as the bottleneck when its CPU is saturated", () => {
+    const i = input(0);
+    expect(buildReport(i).simulator.bottleneck).toBe("none");
+    expect(buildReport({ ...i, load: { ...i.load, cpu_percent: 97 } }).simulator.bottleneck).toBe("simulator");
+    expect(buildReport({ ...i, load: { ...i.load, cpu_percent: 60, loop_delay_p99_ms: 150 } }).simulator.bottleneck).toBe("simulator");
+    expect(buildReport({ ...i, load: { ...i.load, cpu_percent: 20, loop_delay_p99_ms: 300 } }).simulator.bottleneck).toBe("host");
+    const slow = input(0);
+    slow.metrics.ingest.p50 = 2000;
+    slow.metrics.ingest.p99 = 2500;
+    expect(buildReport(slow).simulator.bottleneck).toBe("server");
+    // Slow acknowledgements explained by the simulator's own stalls are the simulator's.
+    expect(buildReport({ ...slow, load: { ...slow.load, cpu_percent: 95, loop_delay_p99_ms: 900 } }).simulator.bottleneck).toBe("simulator");
+  });
+});
+
+describe("callback receiver", () => {
+  let receiver: CallbackReceiver | null = null;
+  afterEach(async () => {
+    await receiver?.stop();
+    receiver = null;
+  });
+
+  it("times real deliveries and refuses malformed ones", async () => {
+    const metrics = new Metrics();
+    receiver = new CallbackReceiver(metrics, { clock: () => 1_700_000_000_250 });
+    await receiver.start();
+    const url = receiver.urlFor("NODE00000001_1_0_9");
+    const body = { GUID: "NODE00000001_1_0_9", G: "1", V: 0, D: 9, DA: 21.5, timestamp: 1_700_000_000_000, node: "NODE00000001" };
+    const ok = await request(url, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+    expect(ok.statusCode).toBe(200);
+    await ok.body.text();
+    const bad = await request(url, { method: "POST", body: "{}" });
+    expect(bad.statusCode).toBe(400);
+    await bad.body.text();
+    expect(metrics.counters.callbacks_received).toBe(1);
+    expect(metrics.callback.percentile(50)).toBeCloseTo(250, 0);
+    expect(metrics.snapshot().errors_by_kind).toEqual({ callback_bad_payload: 1 });
+    expect(receiver.perDevice.get("NODE00000001_1_0_9")).toBe(1);
+  });
+});
+
+describe("event log", () => {
+  it("keeps a bounded tail and caps lines per second", () => {
+    let now = 1000;
+    const log = new EventLog(5, 3, () => now);
+    for (let i = 0; i < 10; i++) log.add("error", `e${i}`);
+    expect(log.tail(10).map((e) => e.text)).toEqual(["e0", "e1", "e2"]);
+    expect(log.suppressed).toBe(7);
+    now += 1000;
+    for (let i = 0; i < 3; i++) log.add("warn", `w${i}`);
+    expect(log.tail(10).map((e) => e.text)).toEqual(["e1", "e2", "w0", "w1", "w2"]);
+  });
+});
