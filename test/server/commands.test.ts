@@ -127,4 +127,24 @@ describe("commands", () => {
     await put(RELAY, "1");
     expect((await poll()).body).toEqual({ DEVICE: [{ G: "0", V: 0, D: 1002, DA: "1", GUID: RELAY }] });
   });
+
+  it("stopping the server answers a held poll with none", async () => {
+    const own = await startTestServer({ pollHoldSeconds: 30 });
+    try {
+      const node = freshNode("COMMANDS");
+      const token = await own.activate(node);
+      const held = asBlock<{ DEVICE: unknown[] }>(own, node, token, "commands");
+      await waitFor(() => own.server.services.commands.heldPolls === 1, 2000, "the poll being held");
+      const started = Date.now();
+      const stopping = own.server.stop();
+      const answer = await held;
+      expect(answer.status).toBe(200);
+      expect(answer.body).toEqual({ DEVICE: [] });
+      expect(Date.now() - started).toBeLessThan(5000);
+      await stopping;
+      expect(own.server.services.commands.heldPolls).toBe(0);
+    } finally {
+      await own.close();
+    }
+  });
 });
