@@ -147,4 +147,12 @@ describe("commands", () => {
       await own.close();
     }
   });
+
+  it("a HEAD on the commands path takes nothing off the queue", async () => {
+    await setup({ pollHoldSeconds: 1 });
+    await put(RELAY, "1");
+    const head = await t.api({ method: "HEAD", url: `/block/${NODE}/commands`, headers: { "x-service-token": bt } });
+    expect(head.statusCode).toBe(404);
+    expect((await poll()).body).toEqual({ DEVICE: [{ G: "0", V: 0, D: 1002, DA: "1", GUID: RELAY }] });
+  });
 });
