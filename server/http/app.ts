@@ -69,7 +69,8 @@ function baseFastify(log: Logger, bodyLimit: number): FastifyInstance {
     done();
   });
   app.addHook("onResponse", (request, _reply, done) => {
-    if (closing) request.raw.socket?.end();
+    const socket = request.raw.socket as { end?: () => void } | undefined; // inject()'s mock socket has no end()
+    if (closing && typeof socket?.end === "function") socket.end();
     done();
   });
   return app;
