@@ -7,7 +7,7 @@
  */
 import type { Logger } from "pino";
 import type { RuleHandler, RuleRunJson } from "../../../../protocol/automation.js";
-import type { RuleRow, Store } from "../../../store/types.js";
+import type { RuleRow, RuleRunRow, Store } from "../../../store/types.js";
 import type { CommittedEvent } from "../../ingest.js";
 import { handler } from "./handlers/index.js";
 import type { ActionDeps, ActionHandler, Params, PreconditionHandler, RunContext } from "./handlers/types.js";
@@ -19,6 +19,9 @@ export interface RuleEngineOptions {
   /** Firings waiting behind a running one, per rule; more are dropped. Default 16. */
   maxPending?: number;
 }
+
+/** Delay before run history is written, ms. */
+const RECORD_DELAY_MS = 20;
 
 interface Compiled {
   id: number;
@@ -43,6 +46,8 @@ export class RuleEngine {
   private readonly abort = new AbortController();
   private readonly historyKeep: number;
   private readonly maxPending: number;
+  private unrecorded: RuleRunRow[] = [];
+  private flushing: Promise<void> | null = null;
   readonly stats = { fired: 0, runs: 0, failed: 0, dropped: 0 };
 
   constructor(
@@ -61,7 +66,7 @@ export class RuleEngine {
     for (const row of await this.store.rules.all()) await this.sync(row);
   }
 
-  /** Aborts running actions (sleeps, snapshot waits) and waits for the runs to record themselves. */
+  /** Aborts running actions (sleeps, snapshot waits) and waits until their runs are recorded. */
   async stop(): Promise<void> {
     this.abort.abort();
     await this.idle();
@@ -107,9 +112,10 @@ export class RuleEngine {
     this.rules.delete(id);
   }
 
-  /** Resolves once every run queued so far has finished. */
+  /** Resolves once every run queued so far has finished and been recorded. */
   async idle(): Promise<void> {
     await Promise.all([...this.rules.values()].map((r) => r.state.chain));
+    if (this.flushing) await this.flushing;
   }
 
   get watched(): number {
@@ -145,6 +151,9 @@ export class RuleEngine {
     st.pending++;
     this.stats.fired++;
     st.chain = st.chain
+      // The next turn: the responses of the committed events are written before the actions'
+      // own disk writes (a queued command) take the event loop.
+      .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
       .then(() => this.run(rule, now))
       .catch((err: unknown) => this.log.error({ err, rid: rule.id }, "rule run failed unexpectedly"))
       .finally(() => st.pending--);
@@ -175,14 +184,25 @@ export class RuleEngine {
       this.log.info({ rid: rule.id, error }, "rule run stopped");
     }
     if (rule.removed) return;
-    try {
-      await this.store.rules.addRun(
-        { rule_id: rule.id, ts: firedAt, ok: error === null ? 1 : 0, steps: JSON.stringify(steps), error },
-        this.historyKeep,
-      );
-    } catch (err) {
-      this.log.warn({ err, rid: rule.id }, "recording a rule run failed");
-    }
+    this.record({ rule_id: rule.id, ts: firedAt, ok: error === null ? 1 : 0, steps: JSON.stringify(steps), error });
+  }
+
+  /**
+   * Run history is written in batches a few ms later, in one transaction: off the path of the
+   * command that the run just queued, and one disk sync for many runs.
+   */
+  private record(run: RuleRunRow): void {
+    this.unrecorded.push(run);
+    this.flushing ??= new Promise<void>((resolve) => {
+      setTimeout(() => {
+        const runs = this.unrecorded.splice(0);
+        this.flushing = null;
+        this.store.rules
+          .addRuns(runs, this.historyKeep)
+          .catch((err: unknown) => this.log.warn({ err, runs: runs.length }, "recording rule runs failed"))
+          .finally(resolve);
+      }, RECORD_DELAY_MS);
+    });
   }
 
   private unindex(rule: Compiled): void {
