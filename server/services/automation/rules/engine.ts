@@ -5,8 +5,10 @@
  * seconds; suspended rules are not in the index. The runs of one rule are serial (queued, bounded);
  * its actions run in order and a failing one stops the run. Each run is recorded (short history).
  */
+import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { RuleHandler, RuleRunJson } from "../../../../protocol/automation.js";
+import type { Bus } from "../../../bus/types.js";
 import type { RuleRow, RuleRunRow, Store } from "../../../store/types.js";
 import type { CommittedEvent } from "../../ingest.js";
 import { handler } from "./handlers/index.js";
@@ -19,6 +21,9 @@ export interface RuleEngineOptions {
   /** Firings waiting behind a running one, per rule; more are dropped. Default 16. */
   maxPending?: number;
 }
+
+/** Bus channel announcing a changed rule id, so that every process's index follows CRUD. */
+export const RULES_CHANNEL = "rules:changed";
 
 /** Delay before run history is written, ms. */
 const RECORD_DELAY_MS = 20;
@@ -47,11 +52,14 @@ export class RuleEngine {
   private readonly historyKeep: number;
   private readonly maxPending: number;
   private unrecorded: RuleRunRow[] = [];
+  private unsubscribe: () => void = () => {};
+  private readonly tag = randomUUID();
   private flushing: Promise<void> | null = null;
   readonly stats = { fired: 0, runs: 0, failed: 0, dropped: 0 };
 
   constructor(
     private readonly store: Store,
+    private readonly bus: Bus,
     private readonly deps: ActionDeps,
     private readonly log: Logger,
     options: RuleEngineOptions = {},
@@ -63,11 +71,29 @@ export class RuleEngine {
   }
 
   async start(): Promise<void> {
+    this.unsubscribe = this.bus.subscribe(RULES_CHANNEL, (message) => {
+      const [tag, rid] = message.split(" ");
+      if (tag === this.tag) return;
+      this.reload(Number(rid)).catch((err: unknown) => this.log.error({ err, rid }, "reloading a changed rule failed"));
+    });
     for (const row of await this.store.rules.all()) await this.sync(row);
+  }
+
+  /** Tells the engines of other processes that a rule changed (this one was synced already). */
+  announce(rid: number): void {
+    this.bus.publish(RULES_CHANNEL, `${this.tag} ${rid}`);
+  }
+
+  /** Reads a rule again after another process changed it. */
+  private async reload(rid: number): Promise<void> {
+    const row = await this.store.rules.get(rid);
+    if (row) await this.sync(row);
+    else this.remove(rid);
   }
 
   /** Aborts running actions (sleeps, snapshot waits) and waits until their runs are recorded. */
   async stop(): Promise<void> {
+    this.unsubscribe();
     this.abort.abort();
     await this.idle();
   }
