@@ -153,8 +153,10 @@ export class RuleEngine {
       if (e.kind === "config") continue;
       const rules = this.index.get(e.guid);
       if (!rules) continue;
-      const prev = this.values.set(e.guid, e.DA);
-      for (const rule of rules) this.evaluate(rule, e, prev);
+      const seen = this.values.set(e.guid, e.DA, e.ts);
+      if (seen === "stale") continue;
+      // A rule only hears its owner's devices (a GUID comes back under another account after an unpairing).
+      for (const rule of rules) if (rule.userId === e.userId) this.evaluate(rule, e, seen.prev);
     }
   };
 
