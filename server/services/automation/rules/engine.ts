@@ -149,6 +149,7 @@ export class RuleEngine {
   }
 
   readonly onCommitted = (events: CommittedEvent[]): void => {
+    if (this.abort.signal.aborted) return;
     for (const e of events) {
       if (e.kind === "config") continue;
       const rules = this.index.get(e.guid);
