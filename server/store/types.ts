@@ -300,8 +300,8 @@ export interface RulesRepo {
   update(row: RuleRow): Promise<void>;
   setSuspended(id: number, suspended: boolean): Promise<void>;
   remove(id: number): Promise<boolean>;
-  /** Records a run and keeps only the newest `keep` runs of the rule. */
-  addRun(run: RuleRunRow, keep: number): Promise<void>;
+  /** Records runs (one transaction) and keeps only the newest `keep` runs of each rule. */
+  addRuns(runs: RuleRunRow[], keep: number): Promise<void>;
   runs(ruleId: number): Promise<RuleRunRow[]>;
 }
 
