@@ -22,7 +22,7 @@
  *   `rejected` (entry, message), `command` (cmd, target name or null), `snapshot` (guid, bytes).
  * - `stats()`: counters for /metrics and the simulator.
  */
-import { randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
 import pino, { type Logger } from "pino";
 import type { Dispatcher } from "undici";
@@ -115,6 +115,9 @@ export class BlockAgent extends EventEmitter {
     revocations: 0, reconnects: 0,
   };
   private lastContact: number | null = null;
+  /** Idempotency keys: a random prefix per agent instance and a counter (unique per node for far longer than 7 days). */
+  private readonly keyPrefix = randomBytes(9).toString("base64url");
+  private keySeq = 0;
 
   constructor(private readonly o: BlockAgentOptions) {
     super();
@@ -192,7 +195,7 @@ export class BlockAgent extends EventEmitter {
         continue;
       }
       if (link) this.owners.set(`${r.G}_${r.V}_${r.D}`, link);
-      entries.push({ kind: r.kind ?? "data", G: r.G, V: r.V, D: r.D, DA: r.DA, value: r.value ?? null, ts: r.ts ?? now, key: randomUUID() });
+      entries.push({ kind: r.kind ?? "data", G: r.G, V: r.V, D: r.D, DA: r.DA, value: r.value ?? null, ts: r.ts ?? now, key: `${this.keyPrefix}.${(this.keySeq++).toString(36)}` });
     }
     if (entries.length === 0) return 0;
     const dropped = this.outbox.append(entries);

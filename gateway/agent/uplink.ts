@@ -12,8 +12,11 @@ import { MIN_TIMESTAMP } from "../../protocol/payloads.js";
 import { Backoff, sleep } from "./backoff.js";
 import type { Outbox, OutboxEntry } from "./types.js";
 
+/** The server's JSON body limit is 64 KiB: a heartbeat array stays under this many bytes. */
+export const MAX_BATCH_BYTES = 56 * 1024;
+
 export interface UplinkOptions {
-  /** Most readings in one heartbeat array. Default 500 (the server takes up to 1000). */
+  /** Most readings in one heartbeat array. Default 1000 (the server's maximum). */
   batchSize?: number;
   /** Most readings sent per second while replaying a backlog; 0 = unpaced. Default 20 000. */
   ratePerSecond?: number;
@@ -46,7 +49,7 @@ export class Uplink {
     private readonly log: Logger,
     options: UplinkOptions & { backoff?: Backoff } = {},
   ) {
-    this.batchSize = options.batchSize ?? 500;
+    this.batchSize = options.batchSize ?? 1000;
     this.ratePerSecond = options.ratePerSecond ?? 20_000;
     this.backoff = options.backoff ?? new Backoff();
   }
@@ -96,11 +99,15 @@ export class Uplink {
   /** Sends the leading run of `batch`; returns how many entries were acknowledged (or dropped). */
   private async sendOne(token: string, batch: OutboxEntry[], signal: AbortSignal): Promise<number> {
     const first = batch[0] as OutboxEntry;
-    let run: OutboxEntry[];
-    if (first.kind === "config") run = [first];
-    else {
-      const end = batch.findIndex((e) => e.kind === "config");
-      run = end === -1 ? batch : batch.slice(0, end);
+    const run: OutboxEntry[] = [first];
+    if (first.kind !== "config") {
+      let bytes = wireBytes(first);
+      for (let i = 1; i < batch.length; i++) {
+        const e = batch[i] as OutboxEntry;
+        bytes += wireBytes(e);
+        if (e.kind === "config" || bytes > MAX_BATCH_BYTES) break;
+        run.push(e);
+      }
     }
     try {
       if (first.kind === "config") {
@@ -158,6 +165,11 @@ export class Uplink {
 function stamp(e: OutboxEntry): { TIMESTAMP?: number; KEY: string } {
   // A Pi without a real-time clock may stamp 1970 before NTP: the server then uses its own time.
   return e.ts >= MIN_TIMESTAMP ? { TIMESTAMP: e.ts, KEY: e.key } : { KEY: e.key };
+}
+
+/** A generous estimate of a reading's JSON size in a heartbeat array. */
+function wireBytes(e: OutboxEntry): number {
+  return 64 + e.G.length + e.DA.length * 2 + e.key.length;
 }
 
 function wire(e: OutboxEntry): WireReading {
