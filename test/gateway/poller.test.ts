@@ -12,10 +12,11 @@ function stubClient(answers: (() => Promise<Command[]>)[]): { client: BlockClien
   const calls: number[] = [];
   const client = {
     nodeId: "STUBNODE00001",
-    commands: () => {
+    commands: (_token: string, signal?: AbortSignal) => {
       calls.push(Date.now());
       const next = answers.shift();
-      return next ? next() : new Promise<Command[]>(() => undefined);
+      // Past the scripted answers, a held poll that ends when the poller stops.
+      return next ? next() : new Promise<Command[]>((_r, reject) => signal?.addEventListener("abort", () => reject(new Error("aborted"))));
     },
   } as unknown as BlockClient;
   return { client, calls };
