@@ -103,6 +103,7 @@ export class BlockAgent extends EventEmitter {
   private readonly poller: CommandPoller;
   private token: string | null = null;
   private state: AgentState = "idle";
+  private stopping = false;
   private expireTimer: NodeJS.Timeout | undefined;
   private reachable: boolean | null = null;
   private readonly counters = {
@@ -150,6 +151,7 @@ export class BlockAgent extends EventEmitter {
   /** Loads the token (or starts activation), then runs the uplink and the poller. */
   async start(): Promise<void> {
     if (this.state !== "idle" && this.state !== "stopped") return;
+    this.stopping = false;
     this.setState("activating");
     this.expireTimer = setInterval(() => this.expire(), this.o.expireEveryMs ?? 60_000);
     this.expireTimer.unref();
@@ -160,6 +162,7 @@ export class BlockAgent extends EventEmitter {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     if (this.expireTimer) clearInterval(this.expireTimer);
     this.expireTimer = undefined;
     this.activator.stop();
@@ -215,7 +218,7 @@ export class BlockAgent extends EventEmitter {
     this.setState("activating");
     this.activator.run().then(
       (token) => {
-        if (token === null) return;
+        if (token === null || this.stopping) return;
         this.token = token;
         this.counters.activations++;
         this.setReachable(true);
@@ -239,7 +242,9 @@ export class BlockAgent extends EventEmitter {
     );
     this.emit("revoked", err.message);
     this.activator.forget().then(
-      () => this.activate(),
+      () => {
+        if (!this.stopping) this.activate();
+      },
       (e: unknown) => {
         this.log.error({ err: e }, "clearing the stored token failed");
         this.activate();
