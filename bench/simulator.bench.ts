@@ -2,7 +2,7 @@
  * Simulator capacity and overhead (`npm run bench simulator`).
  *
  * The server runs in its own process, so the CPU measured here is the simulator's alone.
- * 1. Capacity: fleets of growing size (default 2 000 then 10 000 blocks, one reading per second
+ * 1. Capacity: fleets of growing size (default 1 000 then 10 000 blocks, one reading per second
  *    each, no commands or callbacks) run through SimRunner; for each, the acknowledged rate against
  *    the offered one, the simulator's CPU (percent of one core) and event-loop delay, the ingest
  *    latency and who limited the run.
@@ -11,42 +11,25 @@
  *    tokens and the same undici pool, at the same offered rate.
  *
  * Env: BENCH_SIM_STEPS (block counts, comma-separated), BENCH_SIM_SECONDS (measured seconds per
- * step, default 6), BENCH_SIM_BARE (blocks of the overhead comparison, default 2000).
+ * step, default 6), BENCH_SIM_BARE (blocks of the overhead comparison, default 1000).
+ * Activating 10 000 blocks takes the server a while (one durable claim and token each).
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { Agent, request } from "undici";
 import { ApiClient } from "../protocol/api-client.js";
-import { SimRunner } from "../simulator/runner.js";
 import { validateScenario } from "../simulator/scenario/parse.js";
+import { startServer } from "./fixtures/procs.js";
 import { figure, machine } from "./lib.js";
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+// The built simulator (bench/run.ts builds first), as it runs in production.
+const RUNNER = "../dist/simulator/runner.js";
+const { SimRunner } = (await import(RUNNER)) as typeof import("../simulator/runner.js");
 const TOKEN = "bench-admin-token-0123456789";
-const STEPS = (process.env.BENCH_SIM_STEPS ?? "2000,10000").split(",").map(Number);
+const STEPS = (process.env.BENCH_SIM_STEPS ?? "1000,10000").split(",").map(Number);
 const SECONDS = Number(process.env.BENCH_SIM_SECONDS ?? 6);
-const BARE = Number(process.env.BENCH_SIM_BARE ?? 2000);
-
-async function startServer(dir: string): Promise<{ child: ChildProcess; baseUrl: string }> {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", "cli/index.ts", "server", "--port", "0", "--stream-port", "0", "--data", dir, "--admin-token", TOKEN, "--log-level", "warn"],
-    { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] },
-  );
-  const baseUrl = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    child.stdout?.on("data", (c: Buffer) => {
-      out += c.toString();
-      const m = /base_url\s+(\S+)/.exec(out);
-      if (m) resolve(m[1] as string);
-    });
-    child.once("exit", (code) => reject(new Error(`server exited with ${code}`)));
-  });
-  return { child, baseUrl };
-}
+const BARE = Number(process.env.BENCH_SIM_BARE ?? 1000);
 
 function scenario(blocks: number, seed: number) {
   return validateScenario({
@@ -62,7 +45,7 @@ function scenario(blocks: number, seed: number) {
   });
 }
 
-async function capacity(baseUrl: string, blocks: number, seed: number): Promise<{ cpuUsPerEvent: number; tokens: Map<string, string> }> {
+async function capacity(baseUrl: string, blocks: number, seed: number): Promise<{ cpuUsPerEvent: number }> {
   const runner = new SimRunner({ scenario: scenario(blocks, seed), baseUrl, token: TOKEN, drainTimeoutMs: 10_000 });
   await runner.start();
   const report = await runner.finished;
@@ -77,7 +60,7 @@ async function capacity(baseUrl: string, blocks: number, seed: number): Promise<
   figure("  ingest ack p99", report.latency_ms.ingest.p99 ?? Number.NaN, "ms");
   figure("  errors", c.errors, Object.keys(report.errors_by_kind).join(", ") || "");
   process.stdout.write(`  limited by: ${report.simulator.bottleneck} (${report.simulator.reason})\n`);
-  return { cpuUsPerEvent: report.simulator.cpu_us_per_event ?? Number.NaN, tokens: new Map() };
+  return { cpuUsPerEvent: report.simulator.cpu_us_per_event ?? Number.NaN };
 }
 
 /** The baseline: pre-activated tokens, one timer per block, bare POST /data. */
@@ -130,7 +113,8 @@ async function bareLoop(baseUrl: string, blocks: number): Promise<number> {
 async function main(): Promise<void> {
   process.stdout.write(`machine: ${machine()}\n`);
   const dir = mkdtempSync(join(tmpdir(), "blockkit-bench-sim-"));
-  const { child, baseUrl } = await startServer(dir);
+  const server = await startServer(dir, TOKEN);
+  const baseUrl = `http://127.0.0.1:${server.port}/rest/v0`;
   try {
     let overheadSim = Number.NaN;
     for (const [i, blocks] of STEPS.entries()) {
@@ -143,8 +127,7 @@ async function main(): Promise<void> {
     figure("  bare HTTP loop CPU", bare, "µs/event");
     figure("  simulator CPU", overheadSim, "µs/event", { name: "bare loop", value: bare });
   } finally {
-    child.kill("SIGTERM");
-    await new Promise((r) => child.once("exit", r));
+    await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -1,11 +1,14 @@
 /**
- * Replay of a gateway recording (`blockkit gateway --record FILE`): JSON lines of frames received
- * from hardware, `{"t": epoch ms, "link": "serial"|"mqtt", "frame": …, "topic"?: …}`. A serial
- * frame is the Ninja line (as text or already parsed: `{"DEVICE":[{G,V,D,DA}]}`, `PLUGIN`,
- * `UNPLUG`); an MQTT frame is the payload text with its `topic` (or `{topic, payload}`). The
- * readings go through a real BlockAgent as one virtual block, at the recorded pace (× speed).
+ * Replay of a gateway recording (`blockkit gateway --record FILE`, gateway/daemon/record.ts): JSON
+ * lines `{"t": epoch ms, "link": "serial", "frame": "<raw line>"}` and
+ * `{"t": …, "link": "mqtt", "topic": "<topic>", "frame": "<payload text>"}`. Serial lines are decoded
+ * with the gateway's frame codec, MQTT messages with its topic scheme; an already parsed frame
+ * object (or `{topic, payload}`) is accepted too. The readings go through a real BlockAgent as one
+ * virtual block, at the recorded pace (× speed).
  */
 import type { Reading } from "../gateway/agent/index.js";
+import { parseNodePayload, parseNodeTopic } from "../protocol/mqtt-topics.js";
+import { decodeFrame } from "../protocol/serial-frames.js";
 
 export interface ReplayEntry {
   /** Offset from the first frame, ms. */
@@ -21,49 +24,24 @@ export interface Recording {
   readings: number;
 }
 
-function toReading(o: unknown, kind: Reading["kind"], typeName?: string): Reading | null {
-  if (o === null || typeof o !== "object") return null;
-  const r = o as Record<string, unknown>;
-  const G = typeof r.G === "number" ? String(r.G) : r.G;
-  const V = Number(r.V ?? 0);
-  const D = Number(r.D);
-  if (typeof G !== "string" || !/^[A-Za-z0-9]{1,32}$/.test(G) || !Number.isInteger(V) || !Number.isInteger(D)) return null;
-  if (kind === "config") return { G, V, D, DA: typeName ?? "CONFIG", kind };
-  const DA = typeof r.DA === "number" ? String(r.DA) : r.DA;
-  if (typeof DA !== "string") return null;
-  return { G, V, D, DA, kind };
+/** Readings of a Ninja serial line (the gateway's own codec); ACK and ERROR frames carry none. */
+export function serialReadings(line: string): Reading[] | string {
+  const r = decodeFrame(line);
+  if (!r.ok) return r.reason;
+  const f = r.frame;
+  if (f.kind === "DEVICE") return f.devices.flatMap((d) => (d.DA === undefined ? [] : [{ G: d.G, V: d.V, D: d.D, DA: d.DA, kind: "data" as const }]));
+  if (f.kind === "PLUGIN" || f.kind === "UNPLUG") return f.devices.map((d) => ({ G: d.G, V: d.V, D: d.D, DA: f.kind, kind: "config" as const }));
+  return [];
 }
 
-/** Readings of a Ninja serial frame (object); ACK and ERROR frames carry none. */
-export function serialReadings(frame: Record<string, unknown>): Reading[] {
-  const out: Reading[] = [];
-  for (const [key, kind] of [["DEVICE", "data"], ["PLUGIN", "config"], ["UNPLUG", "config"]] as const) {
-    const list = frame[key];
-    if (!Array.isArray(list)) continue;
-    for (const item of list) {
-      const r = toReading(item, kind, key);
-      if (r) out.push(r);
-    }
-  }
-  return out;
-}
-
-/** The reading of an MQTT node message: `<prefix>/<G>_<V>_<D>/<data|heartbeat|config>`. */
+/** The reading of an MQTT node message `<prefix>/<G>_<V>_<D>/<data|heartbeat|config>` (the gateway's topic scheme). */
 export function mqttReading(topic: string, payload: string): Reading | null {
-  const m = /(?:^|\/)([A-Za-z0-9]{1,32})_(\d{1,9})_(\d{1,9})\/(data|heartbeat|config)$/.exec(topic);
-  if (!m) return null;
-  let value = payload.trim();
-  if (value.startsWith("{")) {
-    try {
-      const o = JSON.parse(value) as Record<string, unknown>;
-      const v = m[4] === "config" ? (o.type ?? o.DA) : o.DA;
-      if (typeof v === "string" || typeof v === "number") value = String(v);
-    } catch {
-      // Not JSON after all: the text is the value.
-    }
-  }
-  if (value.length === 0) return null;
-  return { G: m[1] as string, V: Number(m[2]), D: Number(m[3]), DA: value, kind: m[4] as Reading["kind"] };
+  const prefix = topic.split("/").slice(0, -2).join("/");
+  const t = parseNodeTopic(prefix, topic);
+  if (!t) return null;
+  const value = parseNodePayload(t.kind, Buffer.from(payload, "utf8"));
+  if (value === null) return null;
+  return { G: t.G, V: t.V, D: t.D, DA: value, kind: t.kind };
 }
 
 function entryReadings(o: Record<string, unknown>): Reading[] | string {
@@ -72,21 +50,15 @@ function entryReadings(o: Record<string, unknown>): Reading[] | string {
   if (frame !== null && typeof frame === "object" && typeof (frame as { topic?: unknown }).topic === "string") {
     const f = frame as { topic: string; payload?: unknown };
     const r = mqttReading(f.topic, typeof f.payload === "string" ? f.payload : JSON.stringify(f.payload ?? ""));
-    return r ? [r] : "not a node topic";
+    return r ? [r] : "not a node topic with a value";
   }
   if (topic !== undefined) {
     const r = mqttReading(topic, typeof frame === "string" ? frame : JSON.stringify(frame));
-    return r ? [r] : "not a node topic";
+    return r ? [r] : "not a node topic with a value";
   }
-  if (typeof frame === "string") {
-    try {
-      frame = JSON.parse(frame);
-    } catch {
-      return "frame is not a JSON serial frame";
-    }
-  }
-  if (frame === null || typeof frame !== "object") return "frame must be an object or a JSON string";
-  return serialReadings(frame as Record<string, unknown>);
+  // A serial frame: the raw line as the gateway records it, or the frame already parsed.
+  if (typeof frame !== "string") frame = JSON.stringify(frame ?? null);
+  return serialReadings(frame as string);
 }
 
 /** Parses a recording; lines that cannot be used are listed, not fatal. */

@@ -1,9 +1,10 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiClient } from "../../protocol/api-client.js";
+import { FileRecorder } from "../../gateway/daemon/record.js";
 import { BlockkitServer } from "../../server/controller.js";
 import { mqttReading, parseRecording } from "../../simulator/replay.js";
 import { playRecording } from "../../simulator/replay-player.js";
@@ -35,8 +36,32 @@ describe("recording format", () => {
       "mqtt:heartbeat:5_0_6=73",
     ]);
     expect(rec.readings).toBe(6);
-    expect(rec.problems).toEqual(["line 7: not JSON", "line 8: t must be epoch ms", "line 9: not a node topic"]);
+    expect(rec.problems).toEqual(["line 7: not JSON", "line 8: t must be epoch ms", "line 9: not a node topic with a value"]);
     expect(mqttReading("p/1_0_9/config", '{"type":"UNPLUG"}')).toEqual({ G: "1", V: 0, D: 9, DA: "UNPLUG", kind: "config" });
+  });
+
+  it("reads what the gateway's own recorder writes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "blockkit-rec-"));
+    try {
+      const file = join(dir, "frames.jsonl");
+      let now = T0;
+      const rec = new FileRecorder(file, pino({ level: "silent" }), () => (now += 25));
+      rec.start();
+      rec.record("serial", '{"DEVICE":[{"G":"0","V":0,"D":9,"DA":"22.5"}]}');
+      rec.record("serial", '{"ERROR":[{"CODE":3}]}');
+      rec.record("mqtt", "1", "blockkit/7_0_5/data");
+      rec.record("mqtt", "PLUGIN", "blockkit/7_0_5/config");
+      await rec.stop();
+      const parsed = parseRecording(readFileSync(file, "utf8"));
+      expect(parsed.problems).toEqual([]);
+      expect(parsed.entries.map((e) => [e.at, e.link, e.readings])).toEqual([
+        [0, "serial", [{ G: "0", V: 0, D: 9, DA: "22.5", kind: "data" }]],
+        [50, "mqtt", [{ G: "7", V: 0, D: 5, DA: "1", kind: "data" }]],
+        [75, "mqtt", [{ G: "7", V: 0, D: 5, DA: "PLUGIN", kind: "config" }]],
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
