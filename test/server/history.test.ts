@@ -169,6 +169,32 @@ describe("device history", () => {
     expect(onlyFrom.body.data).toHaveLength(readings.filter((r) => r.ts >= NOW - 2 * DAY && r.ts <= NOW).length);
   });
 
+  it("a raw answer holds at most 100,000 readings; a larger range asks for an interval", async () => {
+    const store = t.server.services.store;
+    const device = await store.devices.byGuid(GUID);
+    if (!device) throw new Error("the history device is missing");
+    const guid = `${NODE}_0_0_10`;
+    const base = NOW - 500_000;
+    const events = Array.from({ length: 100_001 }, (_, i) => ({
+      kind: "data" as const,
+      userId: device.user_id,
+      node: NODE,
+      guid,
+      G: "0",
+      V: 0,
+      D: 10,
+      DA: String(i % 7),
+      num: i % 7,
+      ts: base + (i % 400_000),
+    }));
+    await store.events.commit(events);
+    const q = (query: string) => asUser<{ data: { t: string; v: number }[] }>(t, "GET", `/device/${guid}/data?${query}`);
+    expectRefused(await q(`from=${base}&to=${NOW}`), 400, /100001 readings/, /interval/);
+    const folded = await q(`from=${base}&to=${NOW}&interval=1year&fn=count`);
+    expect(folded.body.data).toEqual([{ t: iso(Date.UTC(2024, 0, 1)), v: 100_001 }]);
+    expect((await q(`from=${base}&to=${base + 99_999}`)).body.data).toHaveLength(100_000);
+  });
+
   it("refuses from after to, unknown units and unknown fns, naming them", async () => {
     expectRefused(await data(`?from=${NOW}&to=${NOW - 1}`), 400, /from/, /to/);
     expectRefused(await data("?interval=1week"), 400, /interval/);
