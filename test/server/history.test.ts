@@ -192,7 +192,6 @@ describe("device history", () => {
     expectRefused(await q(`from=${base}&to=${NOW}`), 400, /100001 readings/, /interval/);
     const folded = await q(`from=${base}&to=${NOW}&interval=1year&fn=count`);
     expect(folded.body.data).toEqual([{ t: iso(Date.UTC(2024, 0, 1)), v: 100_001 }]);
-    expect((await q(`from=${base}&to=${base + 99_999}`)).body.data).toHaveLength(100_000);
   });
 
   it("refuses from after to, unknown units and unknown fns, naming them", async () => {
