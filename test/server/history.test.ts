@@ -11,7 +11,8 @@ const GUID = `${NODE}_0_0_2000`; // sandbox: time series, any DA
 const NOW = Date.UTC(2024, 5, 15, 12, 34, 56, 789);
 const DAY = 86_400_000;
 const FNS = ["mean", "sum", "min", "max", "stddev", "ss", "count"] as const;
-const INTERVALS = ["1min", "30min", "1hour", "6hour", "1day", "7day", "1month", "3month", "1year", "2year"];
+// The last two are wider than the years since year 0: one bucket starting 0000-01-01.
+const INTERVALS = ["1min", "30min", "1hour", "6hour", "1day", "7day", "1month", "3month", "1year", "2year", "5000year", "30000month"];
 
 interface Reading {
   ts: number;
@@ -41,16 +42,23 @@ function makeReadings(): Reading[] {
   return out;
 }
 
+/** The first of a month in UTC, with years 0-99 as they are (Date.UTC would make them 19xx). */
+function monthStart(year: number, month: number): number {
+  const d = new Date(0);
+  d.setUTCFullYear(year, month, 1);
+  return d.getTime();
+}
+
 function bucketOf(ts: number, interval: string): number {
   const m = /^(\d+)(min|hour|day|month|year)$/.exec(interval) as RegExpExecArray;
   const n = Number(m[1]);
   const unit = m[2] as string;
   const d = new Date(ts);
-  if (unit === "year") return Date.UTC(d.getUTCFullYear() - (d.getUTCFullYear() % n), 0, 1);
+  if (unit === "year") return monthStart(d.getUTCFullYear() - (d.getUTCFullYear() % n), 0);
   if (unit === "month") {
     const months = d.getUTCFullYear() * 12 + d.getUTCMonth();
     const start = months - (months % n);
-    return Date.UTC(Math.floor(start / 12), start % 12, 1);
+    return monthStart(Math.floor(start / 12), start % 12);
   }
   const width = n * { min: 60_000, hour: 3_600_000, day: DAY }[unit as "min" | "hour" | "day"];
   return Math.floor(ts / width) * width;
