@@ -211,6 +211,8 @@ export interface CommandsRepo {
 
 export interface CallbacksRepo {
   get(deviceId: number): Promise<CallbackRow | null>;
+  /** The callbacks of any of these devices (one query for a batch of events). */
+  byDevices(deviceIds: number[]): Promise<CallbackRow[]>;
   set(row: CallbackRow): Promise<void>;
   remove(deviceId: number): Promise<boolean>;
 }
