@@ -234,6 +234,7 @@ export interface RulesRepo {
   create(row: Omit<RuleRow, "id">): Promise<RuleRow>;
   get(id: number): Promise<RuleRow | null>;
   list(userId: number): Promise<RuleRow[]>;
+  count(userId: number): Promise<number>;
   /** Every rule of every user (the engine's index at start). */
   all(): Promise<RuleRow[]>;
   update(row: RuleRow): Promise<void>;

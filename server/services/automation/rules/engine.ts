@@ -21,6 +21,8 @@ export interface RuleEngineOptions {
   historyKeep?: number;
   /** Firings waiting behind a running one, per rule; more are dropped. Default 16. */
   maxPending?: number;
+  /** Rules one user may have. Default 10 000. */
+  maxRulesPerUser?: number;
 }
 
 /** Bus channel announcing a changed rule id, so that every process's index follows CRUD. */
