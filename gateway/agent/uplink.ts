@@ -20,7 +20,7 @@ export interface UplinkOptions {
   batchSize?: number;
   /** Most readings sent per second while replaying a backlog; 0 = unpaced. Default 20 000. */
   ratePerSecond?: number;
-  /** Batches in flight at once while replaying a backlog. Default 2. */
+  /** Batches in flight at once while replaying a backlog. Default 4. */
   pipeline?: number;
 }
 
@@ -54,7 +54,7 @@ export class Uplink {
   ) {
     this.batchSize = options.batchSize ?? 1000;
     this.ratePerSecond = options.ratePerSecond ?? 20_000;
-    this.pipeline = Math.max(1, options.pipeline ?? 2);
+    this.pipeline = Math.max(1, options.pipeline ?? 4);
     this.backoff = options.backoff ?? new Backoff();
   }
 
