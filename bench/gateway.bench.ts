@@ -177,11 +177,9 @@ if (runs("process")) {
     });
   const health = await free();
   const mqttPort = await free();
-  // The production build (npm ci runs `prepare`, which builds dist/): tsx alone costs ~60 MB.
-  if (!existsSync("dist/cli/index.js")) {
-    process.stdout.write("building dist/ (npm run build) for the process figures…\n");
-    spawnSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" });
-  }
+  // The production build, as systemd runs it (tsx alone costs tens of MB); rebuilt so it is current.
+  process.stdout.write("building dist/ (npm run build) for the process figures…\n");
+  spawnSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" });
   const t0 = performance.now();
   // The node flags of gateway/systemd/blockkit-gateway.service.
   const child = spawn(process.execPath, ["--max-semi-space-size=2", "dist/cli/index.js", "gateway", "--server", started.authUrl, "--node-id", nodeId(), "--user-token", ADMIN,
