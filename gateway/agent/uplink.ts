@@ -38,6 +38,7 @@ export interface UplinkHooks {
 
 export class Uplink {
   private wake: (() => void) | null = null;
+  private nap: AbortController | null = null;
   private abort = new AbortController();
   private loop: Promise<void> | null = null;
   private readonly backoff: Backoff;
@@ -71,6 +72,18 @@ export class Uplink {
     this.loop = null;
   }
 
+  /** The server answered someone else (the poller or the uplink): end a backoff wait now. */
+  retryNow(): void {
+    this.nap?.abort();
+  }
+
+  private async backoffSleep(ms: number, signal: AbortSignal): Promise<void> {
+    const nap = new AbortController();
+    this.nap = nap;
+    await sleep(ms, AbortSignal.any([signal, nap.signal]));
+    this.nap = null;
+  }
+
   /** New entries are waiting. */
   notify(): void {
     const w = this.wake;
@@ -99,7 +112,7 @@ export class Uplink {
       if (results.includes("retry")) {
         const delay = this.backoff.fail();
         this.log.debug({ delayMs: delay }, "uplink failed, backing off");
-        await sleep(delay, signal);
+        await this.backoffSleep(delay, signal);
         continue;
       }
       if (sent > 0 && this.ratePerSecond > 0 && this.outbox.stats().rows > 0) {
