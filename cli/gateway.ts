@@ -1,8 +1,7 @@
 /** `blockkit gateway`: run the hardware gateway daemon (one block bridging serial and MQTT nodes). */
 import type { Command } from "commander";
 import pino from "pino";
-import { ConfigError, type GatewayFlags, loadConfig } from "../gateway/daemon/config.js";
-import { Gateway } from "../gateway/daemon/gateway.js";
+import type { GatewayFlags } from "../gateway/daemon/config.js";
 import { logLevel, port, positiveInt, url } from "./options.js";
 
 interface Flags extends GatewayFlags {
@@ -30,6 +29,9 @@ export function registerGateway(program: Command): void {
     .option("--log-level <level>", "log level", logLevel)
     .option("--check", "validate the configuration and exit")
     .action(async (flags: Flags) => {
+      // Loaded here, not at the top: `blockkit server` need not load the gateway, nor the reverse.
+      const { ConfigError, loadConfig } = await import("../gateway/daemon/config.js");
+      const { Gateway } = await import("../gateway/daemon/gateway.js");
       let config;
       try {
         config = loadConfig({ file: flags.config, flags, env: process.env });

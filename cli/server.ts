@@ -1,9 +1,6 @@
 /** `blockkit server`, `blockkit users add`: run the service and manage its accounts. */
 import type { Command } from "commander";
 import pino from "pino";
-import { BlockkitServer } from "../server/controller.js";
-import { AuthService } from "../server/services/auth.js";
-import { openSqliteStore } from "../server/store/sqlite/index.js";
 import { dbUrl, logLevel, port, positiveNumber, url, userName } from "./options.js";
 
 interface ServerFlags {
@@ -34,6 +31,8 @@ export function registerServer(program: Command): void {
     .option("--poll-hold <seconds>", "hold of the commands long-poll and of activation", positiveNumber, 30)
     .option("--log-level <level>", "log level", logLevel, "info")
     .action(async (flags: ServerFlags) => {
+      // Loaded on use, so that `blockkit gateway` on a Pi does not carry the server's modules.
+      const { BlockkitServer } = await import("../server/controller.js");
       const logger = pino({ level: flags.logLevel, base: { name: "blockkit" } }, pino.destination(2));
       const server = new BlockkitServer({
         host: flags.host,
@@ -81,6 +80,8 @@ export function registerServer(program: Command): void {
     .option("--db <url>", "store URL (sqlite:DIR)", dbUrl)
     .action(async (name: string, flags: { password?: string; data: string; db?: string }) => {
       userName(name);
+      const { openSqliteStore } = await import("../server/store/sqlite/index.js");
+      const { AuthService } = await import("../server/services/auth.js");
       const store = openSqliteStore({ dataDir: flags.db ?? flags.data });
       try {
         if (await store.users.byName(name)) throw new Error(`user "${name}" already exists`);

@@ -19,6 +19,7 @@ import { DeviceService } from "./services/devices.js";
 import { HistoryService } from "./services/history.js";
 import type { Services } from "./services/index.js";
 import { Ingest } from "./services/ingest.js";
+import { Accounts, type LoginLimitOptions } from "./services/accounts/index.js";
 import { RateLimiter } from "./services/rate-limit.js";
 import { newToken } from "./services/secrets.js";
 import { openSqliteStore } from "./store/sqlite/index.js";
@@ -39,6 +40,8 @@ export interface ServerOptions {
   adminToken?: string;
   smtpUrl?: string;
   smsUrl?: string;
+  /** Login attempts per client address and per user name. Default 10 at once, one more every 30 s. */
+  loginLimit?: LoginLimitOptions;
   /** Hold of the commands long-poll and activation, seconds. Default 30. */
   pollHoldSeconds?: number;
   /** Command time to live, seconds. Default 60. */
@@ -103,6 +106,7 @@ export class BlockkitServer {
       store,
       bus,
       auth,
+      accounts: new Accounts(store, auth, log.child({ module: "srv:accounts" }), clock, o.loginLimit),
       rateLimiter,
       ingest: new Ingest(store, log.child({ module: "srv:ingest" })),
       commands,
@@ -123,6 +127,8 @@ export class BlockkitServer {
     this.stream = buildStreamApp(this.services);
     await Promise.all([this.api.ready(), this.stream.ready()]);
     rateLimiter.start();
+    // Loads the session key: before any request can arrive (nothing listens yet).
+    await this.services.accounts.start();
     this.services.ingest.start();
     commands.start();
     await this.services.automation.start();
@@ -161,6 +167,7 @@ export class BlockkitServer {
     await Promise.all([this.api.close(), this.stream.close()]);
     await s.ingest.stop();
     s.rateLimiter.stop();
+    s.accounts.stop();
     await s.bus.close();
     await s.store.close();
   }

@@ -22,23 +22,20 @@
  *   `rejected` (entry, message), `command` (cmd, target name or null), `snapshot` (guid, bytes).
  * - `stats()`: counters for /metrics and the simulator.
  */
-import { randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
 import pino, { type Logger } from "pino";
 import type { Dispatcher } from "undici";
 import { BlockClient, type BlockClientError } from "../../protocol/block-client.js";
-import { makeGuid } from "../../protocol/guid.js";
-import { MAX_DA_LENGTH, type Command } from "../../protocol/payloads.js";
+import { MAX_DA_LENGTH } from "../../protocol/payloads.js";
 import { Activator } from "./activator.js";
 import { Backoff, type BackoffOptions } from "./backoff.js";
 import { CommandPoller } from "./poller.js";
+import { CommandRouter, type SnapshotSource } from "./router.js";
+
+export type { SnapshotSource };
 import type { CommandTarget, NewOutboxEntry, Outbox, Reading, TokenStore } from "./types.js";
 import { Uplink, type UplinkOptions } from "./uplink.js";
-
-/** A camera: takes one JPEG snapshot (gateway/camera implements HTTP URL, command and file sources). */
-export interface SnapshotSource {
-  take(signal?: AbortSignal): Promise<Uint8Array>;
-}
 
 export interface BlockAgentOptions {
   /** The block's node id: 12-64 alphanumerics. */
@@ -100,21 +97,22 @@ export class BlockAgent extends EventEmitter {
   private readonly log: Logger;
   private readonly clock: () => number;
   private readonly outbox: Outbox;
-  private readonly targets = new Map<string, CommandTarget>();
-  private readonly owners = new Map<string, string>();
+  private readonly router: CommandRouter;
   private readonly activator: Activator;
   private readonly uplink: Uplink;
   private readonly poller: CommandPoller;
   private token: string | null = null;
   private state: AgentState = "idle";
+  private stopping = false;
   private expireTimer: NodeJS.Timeout | undefined;
   private reachable: boolean | null = null;
   private readonly counters = {
-    submitted: 0, acked: 0, invalid: 0, rejected: 0, commandsReceived: 0, commandsDelivered: 0,
-    commandsFailed: 0, commandsUnroutable: 0, snapshots: 0, snapshotFailures: 0, activations: 0,
-    revocations: 0, reconnects: 0,
+    submitted: 0, acked: 0, invalid: 0, rejected: 0, activations: 0, revocations: 0, reconnects: 0,
   };
   private lastContact: number | null = null;
+  /** Idempotency keys: a random prefix per agent instance and a counter (unique per node for far longer than 7 days). */
+  private readonly keyPrefix = randomBytes(9).toString("base64url");
+  private keySeq = 0;
 
   constructor(private readonly o: BlockAgentOptions) {
     super();
@@ -146,12 +144,14 @@ export class BlockAgent extends EventEmitter {
         this.emit("rejected", entry, err.message);
       },
     }, this.log, { ...o.uplink, backoff: backoff() });
-    this.poller = new CommandPoller(this.client, { ...hooks, route: (cmd) => this.route(cmd) }, this.log, backoff());
+    this.router = new CommandRouter(this.nodeId, this.client, () => this.token, this.log, (e, ...args) => this.emit(e, ...args), o.camera);
+    this.poller = new CommandPoller(this.client, { ...hooks, route: (cmd) => this.router.route(cmd) }, this.log, backoff());
   }
 
   /** Loads the token (or starts activation), then runs the uplink and the poller. */
   async start(): Promise<void> {
     if (this.state !== "idle" && this.state !== "stopped") return;
+    this.stopping = false;
     this.setState("activating");
     this.expireTimer = setInterval(() => this.expire(), this.o.expireEveryMs ?? 60_000);
     this.expireTimer.unref();
@@ -162,6 +162,7 @@ export class BlockAgent extends EventEmitter {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     if (this.expireTimer) clearInterval(this.expireTimer);
     this.expireTimer = undefined;
     this.activator.stop();
@@ -171,8 +172,7 @@ export class BlockAgent extends EventEmitter {
 
   /** Registers a link that actuates commands. */
   addLink(target: CommandTarget): void {
-    if (this.targets.has(target.name)) throw new TypeError(`BlockAgent: a link named "${target.name}" is already registered`);
-    this.targets.set(target.name, target);
+    this.router.add(target);
   }
 
   /** Stores one reading in the outbox; false when invalid. `link` names the link that owns the device. */
@@ -191,8 +191,8 @@ export class BlockAgent extends EventEmitter {
         this.log.warn({ G: r?.G, V: r?.V, D: r?.D, problem }, "invalid reading skipped");
         continue;
       }
-      if (link) this.owners.set(`${r.G}_${r.V}_${r.D}`, link);
-      entries.push({ kind: r.kind ?? "data", G: r.G, V: r.V, D: r.D, DA: r.DA, value: r.value ?? null, ts: r.ts ?? now, key: randomUUID() });
+      if (link) this.router.owner(r.G, r.V, r.D, link);
+      entries.push({ kind: r.kind ?? "data", G: r.G, V: r.V, D: r.D, DA: r.DA, value: r.value ?? null, ts: r.ts ?? now, key: `${this.keyPrefix}.${(this.keySeq++).toString(36)}` });
     }
     if (entries.length === 0) return 0;
     const dropped = this.outbox.append(entries);
@@ -207,7 +207,7 @@ export class BlockAgent extends EventEmitter {
 
   stats(): AgentStats {
     const ob = this.outbox.stats();
-    return { state: this.state, ...this.counters, dropped: ob.dropped, outboxRows: ob.rows, outboxBytes: ob.bytes, lastServerContact: this.lastContact };
+    return { state: this.state, ...this.counters, ...this.router.counters, dropped: ob.dropped, outboxRows: ob.rows, outboxBytes: ob.bytes, lastServerContact: this.lastContact };
   }
 
   get currentState(): AgentState {
@@ -218,7 +218,7 @@ export class BlockAgent extends EventEmitter {
     this.setState("activating");
     this.activator.run().then(
       (token) => {
-        if (token === null) return;
+        if (token === null || this.stopping) return;
         this.token = token;
         this.counters.activations++;
         this.setReachable(true);
@@ -242,54 +242,14 @@ export class BlockAgent extends EventEmitter {
     );
     this.emit("revoked", err.message);
     this.activator.forget().then(
-      () => this.activate(),
+      () => {
+        if (!this.stopping) this.activate();
+      },
       (e: unknown) => {
         this.log.error({ err: e }, "clearing the stored token failed");
         this.activate();
       },
     );
-  }
-
-  private async route(cmd: Command): Promise<void> {
-    this.counters.commandsReceived++;
-    const key = `${cmd.G}_${cmd.V}_${cmd.D}`;
-    if (cmd.D === 1004 && this.o.camera) {
-      this.emit("command", cmd, "camera");
-      void this.snapshot(cmd, this.o.camera);
-      return;
-    }
-    const owner = this.owners.get(key);
-    const target = (owner ? this.targets.get(owner) : undefined) ?? [...this.targets.values()].find((t) => t.owns(cmd));
-    this.emit("command", cmd, target?.name ?? null);
-    if (!target) {
-      this.counters.commandsUnroutable++;
-      this.log.warn({ G: cmd.G, V: cmd.V, D: cmd.D }, "command for a device no link owns: dropped");
-      return;
-    }
-    target.deliver(cmd).then(
-      () => this.counters.commandsDelivered++,
-      (err: unknown) => {
-        this.counters.commandsFailed++;
-        this.log.warn({ link: target.name, G: cmd.G, D: cmd.D, err: (err as Error).message }, "command delivery failed");
-      },
-    );
-  }
-
-  private async snapshot(cmd: Command, camera: SnapshotSource): Promise<void> {
-    const guid = cmd.GUID || makeGuid({ node: this.nodeId, G: cmd.G, V: cmd.V, D: cmd.D });
-    try {
-      const image = await camera.take();
-      const token = this.token;
-      if (!token) throw new Error("no block token");
-      await this.client.snapshot(token, guid, image);
-      this.counters.snapshots++;
-      this.counters.commandsDelivered++;
-      this.emit("snapshot", guid, image.byteLength);
-    } catch (err) {
-      this.counters.snapshotFailures++;
-      this.counters.commandsFailed++;
-      this.log.warn({ guid, err: (err as Error).message }, "snapshot failed");
-    }
   }
 
   private expire(): void {

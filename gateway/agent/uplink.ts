@@ -12,11 +12,16 @@ import { MIN_TIMESTAMP } from "../../protocol/payloads.js";
 import { Backoff, sleep } from "./backoff.js";
 import type { Outbox, OutboxEntry } from "./types.js";
 
+/** The server's JSON body limit is 64 KiB: a heartbeat array stays under this many bytes. */
+export const MAX_BATCH_BYTES = 56 * 1024;
+
 export interface UplinkOptions {
-  /** Most readings in one heartbeat array. Default 500 (the server takes up to 1000). */
+  /** Most readings in one heartbeat array. Default 1000 (the server's maximum). */
   batchSize?: number;
   /** Most readings sent per second while replaying a backlog; 0 = unpaced. Default 20 000. */
   ratePerSecond?: number;
+  /** Batches in flight at once while replaying a backlog. Default 2. */
+  pipeline?: number;
 }
 
 export interface UplinkHooks {
@@ -38,6 +43,7 @@ export class Uplink {
   private readonly backoff: Backoff;
   private readonly batchSize: number;
   private readonly ratePerSecond: number;
+  private readonly pipeline: number;
 
   constructor(
     private readonly client: BlockClient,
@@ -46,8 +52,9 @@ export class Uplink {
     private readonly log: Logger,
     options: UplinkOptions & { backoff?: Backoff } = {},
   ) {
-    this.batchSize = options.batchSize ?? 500;
+    this.batchSize = options.batchSize ?? 1000;
     this.ratePerSecond = options.ratePerSecond ?? 20_000;
+    this.pipeline = Math.max(1, options.pipeline ?? 2);
     this.backoff = options.backoff ?? new Backoff();
   }
 
@@ -75,7 +82,7 @@ export class Uplink {
     const signal = this.abort.signal;
     while (!signal.aborted) {
       const token = this.hooks.token();
-      const batch = token ? this.outbox.peek(this.batchSize) : [];
+      const batch = token ? this.outbox.peek(this.batchSize * this.pipeline) : [];
       if (!token || batch.length === 0) {
         await new Promise<void>((resolve) => {
           this.wake = resolve;
@@ -84,7 +91,17 @@ export class Uplink {
         continue;
       }
       const started = Date.now();
-      const sent = await this.sendOne(token, batch, signal);
+      // A backlog goes out as up to `pipeline` batches at once; the server keeps the readings'
+      // TIMESTAMPs and keeps a device's last value by time, so overlapping batches are safe.
+      const runs = splitRuns(batch, this.batchSize, this.pipeline);
+      const results = await Promise.all(runs.map((run) => this.send(token, run, signal)));
+      const sent = results.reduce<number>((n, r) => n + (r === "retry" ? 0 : r), 0);
+      if (results.includes("retry")) {
+        const delay = this.backoff.fail();
+        this.log.debug({ delayMs: delay }, "uplink failed, backing off");
+        await sleep(delay, signal);
+        continue;
+      }
       if (sent > 0 && this.ratePerSecond > 0 && this.outbox.stats().rows > 0) {
         const minMs = (sent * 1000) / this.ratePerSecond;
         const spent = Date.now() - started;
@@ -93,15 +110,9 @@ export class Uplink {
     }
   }
 
-  /** Sends the leading run of `batch`; returns how many entries were acknowledged (or dropped). */
-  private async sendOne(token: string, batch: OutboxEntry[], signal: AbortSignal): Promise<number> {
-    const first = batch[0] as OutboxEntry;
-    let run: OutboxEntry[];
-    if (first.kind === "config") run = [first];
-    else {
-      const end = batch.findIndex((e) => e.kind === "config");
-      run = end === -1 ? batch : batch.slice(0, end);
-    }
+  /** Sends one run; returns how many entries left the outbox, or "retry" on a passing failure. */
+  private async send(token: string, run: OutboxEntry[], signal: AbortSignal): Promise<number | "retry"> {
+    const first = run[0] as OutboxEntry;
     try {
       if (first.kind === "config") {
         await this.client.config(token, { G: first.G, V: first.V, D: first.D, type: first.DA, ...(first.value !== null ? { DA: first.value } : {}), ...stamp(first) }, signal);
@@ -120,44 +131,74 @@ export class Uplink {
     return run.length;
   }
 
-  private async failed(err: unknown, run: OutboxEntry[], signal: AbortSignal): Promise<number> {
+  private async failed(err: unknown, run: OutboxEntry[], signal: AbortSignal): Promise<number | "retry"> {
     if (signal.aborted) return 0;
     const e = err instanceof BlockClientError ? err : new BlockClientError(String(err), 0, { cause: err });
     if (e.unauthorized) {
       this.hooks.unauthorized(e);
       return 0;
     }
-    if (e.rejected) {
-      this.hooks.reachable(true);
-      if (run.length > 1) {
-        // One bad reading must not hold the rest back: send them one by one to find it.
-        let n = 0;
-        for (const one of run) {
-          if (signal.aborted) break;
-          const token = this.hooks.token();
-          if (!token) break;
-          const got = await this.sendOne(token, [one], signal);
-          if (got === 0) break;
-          n += got;
-        }
-        return n;
-      }
+    if (!e.rejected) {
+      this.hooks.reachable(false, e);
+      return "retry";
+    }
+    this.hooks.reachable(true);
+    if (run.length === 1) {
       const only = run[0] as OutboxEntry;
       this.outbox.ack([only.id]);
       this.hooks.rejected(only, e);
       return 1;
     }
-    this.hooks.reachable(false, e);
-    const delay = this.backoff.fail();
-    this.log.debug({ err: e.message, delayMs: delay }, "uplink failed, backing off");
-    await sleep(delay, signal);
-    return 0;
+    // One bad reading must not hold the rest back: send them one by one to find it.
+    let n = 0;
+    for (const one of run) {
+      const token = this.hooks.token();
+      if (signal.aborted || !token) break;
+      const got = await this.send(token, [one], signal);
+      if (got === "retry") return n > 0 ? n : "retry";
+      n += got;
+    }
+    return n;
   }
+}
+
+/**
+ * Cuts the oldest entries into at most `max` runs: a config event alone, or consecutive readings
+ * up to `size` of them and MAX_BATCH_BYTES. Stops after a config event so it is not overtaken.
+ */
+export function splitRuns(batch: OutboxEntry[], size: number, max: number): OutboxEntry[][] {
+  const runs: OutboxEntry[][] = [];
+  let i = 0;
+  while (i < batch.length && runs.length < max) {
+    const first = batch[i] as OutboxEntry;
+    const run = [first];
+    i++;
+    if (first.kind === "config") {
+      runs.push(run);
+      break;
+    }
+    let bytes = wireBytes(first);
+    while (i < batch.length && run.length < size) {
+      const e = batch[i] as OutboxEntry;
+      bytes += wireBytes(e);
+      if (e.kind === "config" || bytes > MAX_BATCH_BYTES) break;
+      run.push(e);
+      i++;
+    }
+    runs.push(run);
+    if (i < batch.length && (batch[i] as OutboxEntry).kind === "config") break;
+  }
+  return runs;
 }
 
 function stamp(e: OutboxEntry): { TIMESTAMP?: number; KEY: string } {
   // A Pi without a real-time clock may stamp 1970 before NTP: the server then uses its own time.
   return e.ts >= MIN_TIMESTAMP ? { TIMESTAMP: e.ts, KEY: e.key } : { KEY: e.key };
+}
+
+/** A generous estimate of a reading's JSON size in a heartbeat array. */
+function wireBytes(e: OutboxEntry): number {
+  return 64 + e.G.length + e.DA.length * 2 + e.key.length;
 }
 
 function wire(e: OutboxEntry): WireReading {

@@ -7,7 +7,7 @@
 import { spawn } from "node:child_process";
 import { readFile, stat } from "node:fs/promises";
 import { request } from "undici";
-import type { SnapshotSource } from "../agent/agent.js";
+import type { SnapshotSource } from "../agent/router.js";
 
 /** The server accepts snapshots up to 10 MiB. */
 export const MAX_SNAPSHOT_BYTES = 10 * 2 ** 20;

@@ -88,7 +88,7 @@ export const GatewayConfig = Type.Object(
         maxBytes: Type.Integer({ minimum: 65_536, default: 256 * 2 ** 20 }),
         maxAgeDays: Type.Number({ exclusiveMinimum: 0, default: 30 }),
         sync: Type.Union([Type.Literal("full"), Type.Literal("normal")], { default: "full" }),
-        batchSize: Type.Integer({ minimum: 1, maximum: 1000, default: 500 }),
+        batchSize: Type.Integer({ minimum: 1, maximum: 1000, default: 1000 }),
         /** Most readings per second while replaying a backlog; 0 = unpaced. */
         ratePerSecond: Type.Integer({ minimum: 0, default: 20_000 }),
       },

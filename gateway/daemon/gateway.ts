@@ -12,9 +12,7 @@ import { SqliteOutbox } from "../agent/sqlite-outbox.js";
 import { FileTokenStore } from "../agent/token-file.js";
 import type { CommandTarget } from "../agent/types.js";
 import { snapshotSource } from "../camera/sources.js";
-import { MqttLink } from "../links/mqtt.js";
-import { EmbeddedBroker } from "../links/mqtt-broker.js";
-import { SerialLink } from "../links/serial.js";
+import type { EmbeddedBroker } from "../links/mqtt-broker.js";
 import type { SerialBinding } from "../links/serial-port.js";
 import type { Link } from "../links/types.js";
 import { serverUrls } from "./config.js";
@@ -77,7 +75,10 @@ export class Gateway {
       this.recorder.start();
     }
     const recorder = this.recorder ?? undefined;
+    // Link modules (serialport, mqtt, aedes) are loaded only when configured: RSS matters on a Pi.
+    const { SerialLink } = c.serial.length > 0 ? await import("../links/serial.js") : { SerialLink: null };
     c.serial.forEach((s, i) => {
+      if (!SerialLink) return;
       this.links.push(
         new SerialLink({
           name: s.name ?? (i === 0 ? "serial" : `serial${i + 1}`),
@@ -93,8 +94,10 @@ export class Gateway {
       );
     });
     if (c.mqtt) {
+      const { MqttLink } = await import("../links/mqtt.js");
       let url = c.mqtt.url;
       if (c.mqtt.listen !== undefined) {
+        const { EmbeddedBroker } = await import("../links/mqtt-broker.js");
         this.broker = new EmbeddedBroker({ port: c.mqtt.listen, host: c.mqtt.listenHost, logger: log("gw:mqtt") });
         await this.broker.start();
         url = this.broker.url;

@@ -9,6 +9,8 @@ import { blockRoutes } from "./blocks.js";
 import { callbackRoutes } from "./callbacks.js";
 import { deviceRoutes } from "./devices.js";
 import { installErrorHandling } from "./errors.js";
+import { accessTokenRoutes } from "./oauth.js";
+import { pageRoutes } from "./pages/index.js";
 import { serviceDeviceRoutes } from "./service-devices.js";
 import { subDeviceRoutes } from "./subdevices.js";
 import { ruleRoutes } from "./rules.js";
@@ -67,7 +69,8 @@ function baseFastify(log: Logger, bodyLimit: number): FastifyInstance {
     done();
   });
   app.addHook("onResponse", (request, _reply, done) => {
-    if (closing) request.raw.socket?.end();
+    const socket = request.raw.socket as { end?: () => void } | undefined; // inject()'s mock socket has no end()
+    if (closing && typeof socket?.end === "function") socket.end();
     done();
   });
   return app;
@@ -92,6 +95,9 @@ export function buildApiApp(s: Services): FastifyInstance {
     },
     { prefix: REST_PREFIX },
   );
+  // Pages and OAuth at the root ({auth_url}).
+  pageRoutes(app, s);
+  accessTokenRoutes(app, s);
   return app;
 }
 

@@ -60,7 +60,8 @@ export function blockEventRoutes(app: FastifyInstance, s: Services): void {
     return ok();
   });
 
-  app.get("/block/:nodeId/commands", { config: block, schema: { params: NodeIdParam } }, async (request, reply) => {
+  // No HEAD twin: a HEAD would take the commands off the queue and drop the body that carries them.
+  app.get("/block/:nodeId/commands", { config: block, schema: { params: NodeIdParam }, exposeHeadRoute: false }, async (request, reply) => {
     const { nodeId } = blockOf(request);
     const rows = await s.commands.poll(nodeId, (cancel) => {
       reply.raw.once("close", () => {

@@ -44,7 +44,8 @@ export function blockRoutes(app: FastifyInstance, s: Services): void {
 
   // No credential: the block waits here until a user claims it. With a user credential in the
   // query, the direct flow claims and answers at once.
-  app.get("/block/:nodeId/activate", { schema: { params: NodeIdParam } }, async (request, reply) => {
+  // No HEAD twin: a HEAD would issue (and so revoke the previous) token in a body nobody reads.
+  app.get("/block/:nodeId/activate", { schema: { params: NodeIdParam }, exposeHeadRoute: false }, async (request, reply) => {
     const { nodeId } = request.params as { nodeId: string };
     const q = request.query as Record<string, unknown>;
     if (q.user_access_token !== undefined || q.access_token !== undefined) {

@@ -51,6 +51,9 @@ export function cameraRoutes(app: FastifyInstance, s: Services): void {
         const { guid } = request.params as { guid: string };
         request.camera = await camera.authorizeUpload(guid, typeof header === "string" ? header : undefined);
         s.rateLimiter.take(`camera:${request.camera.id}`);
+        if (Number(request.headers["content-length"] ?? 0) > SNAPSHOT_BODY_LIMIT) {
+          throw Object.assign(new Error("the snapshot is larger than 10 MiB"), { statusCode: 413 });
+        }
         const type = (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
         if (type !== "image/jpeg") {
           // The error handler keeps a 4xx status of errors outside the catalogue.

@@ -9,6 +9,7 @@ import type { CommandHub } from "./commands.js";
 import type { DeviceService } from "./devices.js";
 import type { HistoryService } from "./history.js";
 import type { Ingest } from "./ingest.js";
+import type { Accounts } from "./accounts/index.js";
 import type { RateLimiter } from "./rate-limit.js";
 
 export interface ServerSettings {
@@ -27,6 +28,8 @@ export interface Services {
   store: Store;
   bus: Bus;
   auth: AuthService;
+  /** Sessions, login, CSRF key and OAuth (the settings pages). */
+  accounts: Accounts;
   rateLimiter: RateLimiter;
   ingest: Ingest;
   commands: CommandHub;

@@ -171,6 +171,69 @@ export interface TokensRepo {
   list(match: Partial<Pick<TokenRow, "user_id" | "kind" | "node_id" | "client_id">>): Promise<TokenRow[]>;
 }
 
+export interface SessionRow {
+  /** sha256 hex of the session id; the id itself lives only in the browser's cookie. */
+  hash: string;
+  user_id: number;
+  created: number;
+  expires: number;
+}
+
+export interface OAuthAppRow {
+  client_id: string;
+  /** The user who registered the application. */
+  user_id: number;
+  name: string;
+  redirect_uri: string;
+  /** sha256 hex of the client secret. */
+  secret_hash: string;
+  created: number;
+}
+
+export interface OAuthCodeRow {
+  /** sha256 hex of the authorization code. */
+  hash: string;
+  client_id: string;
+  user_id: number;
+  redirect_uri: string;
+  expires: number;
+  used: number;
+  /** Hash of the access token the code was exchanged for (revoked when the code is replayed). */
+  token_hash: string | null;
+}
+
+export interface SessionsRepo {
+  put(row: SessionRow): Promise<void>;
+  find(hash: string): Promise<SessionRow | null>;
+  remove(hash: string): Promise<void>;
+  /** Deletes sessions that expired before `now`; returns how many. */
+  prune(now: number): Promise<number>;
+}
+
+export interface OAuthAppsRepo {
+  put(row: OAuthAppRow): Promise<void>;
+  get(clientId: string): Promise<OAuthAppRow | null>;
+  list(userId: number): Promise<OAuthAppRow[]>;
+  /** Removes the application with its codes (not its tokens: see TokensRepo.revoke). */
+  remove(clientId: string): Promise<boolean>;
+}
+
+export interface OAuthCodesRepo {
+  put(row: Omit<OAuthCodeRow, "used" | "token_hash">): Promise<void>;
+  /**
+   * Marks an unused code used and returns it; returns `{replayed}` with the row when it had been
+   * used already, and null when it is unknown.
+   */
+  consume(hash: string): Promise<{ row: OAuthCodeRow; replayed: boolean } | null>;
+  setToken(hash: string, tokenHash: string): Promise<void>;
+  prune(before: number): Promise<number>;
+}
+
+export interface KeysRepo {
+  /** The named server key, created from `make()` on first use. */
+  getOrCreate(name: string, make: () => string, now: number): Promise<string>;
+}
+
 export interface BlocksRepo {
   get(nodeId: string): Promise<BlockRow | null>;
   list(userId: number): Promise<BlockRow[]>;
@@ -237,8 +300,8 @@ export interface RulesRepo {
   update(row: RuleRow): Promise<void>;
   setSuspended(id: number, suspended: boolean): Promise<void>;
   remove(id: number): Promise<boolean>;
-  /** Records a run and keeps only the newest `keep` runs of the rule. */
-  addRun(run: RuleRunRow, keep: number): Promise<void>;
+  /** Records runs (one transaction) and keeps only the newest `keep` runs of each rule. */
+  addRuns(runs: RuleRunRow[], keep: number): Promise<void>;
   runs(ruleId: number): Promise<RuleRunRow[]>;
 }
 
@@ -250,6 +313,11 @@ export interface SnapshotsRepo {
 
 export interface Store {
   readonly kind: "sqlite" | "postgres";
+  // Accounts on the web (sessions, OAuth applications and codes, server keys).
+  sessions: SessionsRepo;
+  oauthApps: OAuthAppsRepo;
+  oauthCodes: OAuthCodesRepo;
+  keys: KeysRepo;
   users: UsersRepo;
   tokens: TokensRepo;
   blocks: BlocksRepo;

@@ -30,6 +30,7 @@ describe("blockkit server process: activation, data, actuation", () => {
     expect(srv.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/rest\/v0$/);
     await srv.waitForLine(/^auth_url\s+http:\/\/127\.0\.0\.1:\d+$/);
     await srv.waitForLine(/^stream_url\s+http:\/\/127\.0\.0\.1:\d+$/);
+    await srv.waitForErrLine(/"msg":"Server listening at http:\/\/127\.0\.0\.1:\d+"/);
     const res = await http<{ result: number; data: unknown }>(user("/devices"));
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ result: 1, error: null, id: 0, data: {} });
@@ -84,5 +85,11 @@ describe("blockkit server process: activation, data, actuation", () => {
     expect((await http(user(`/device/${relay}`), { method: "PUT", json: { DA: "0" } })).status).toBe(200);
     const next = await http<{ DEVICE: unknown[] }>(`${srv.baseUrl}/block/${NODE}/commands`, { headers: block });
     expect(next.body).toEqual({ DEVICE: [{ G: "0", V: 0, D: 1002, DA: "0", GUID: relay }] });
+
+    // A refused request is logged at most in debug; no credential ever reaches the log.
+    expect((await http(`${srv.baseUrl}/devices?user_access_token=wrong-${token}`)).status).toBe(401);
+    const log = srv.stderr.join("\n");
+    expect(log).not.toContain(ADMIN);
+    expect(log).not.toContain(token);
   });
 });

@@ -64,7 +64,7 @@ beforeAll(async () => {
   });
   const withCamera = { ...config, camera: { G: "0", file: join(dir, "snap.jpg"), timeoutMs: 2000 }, mqtt: { ...config.mqtt, listenHost: "127.0.0.1" } };
   gw = new Gateway(withCamera as typeof config, {
-    env: { NOTIFY_SOCKET: sock },
+    env: { NOTIFY_SOCKET: sock, WATCHDOG_USEC: "1000000" },
     serialBinding: {
       list: () => SerialPortMock.list(),
       identify: async (p) => p,
@@ -88,8 +88,9 @@ afterAll(async () => {
 });
 
 describe("gateway daemon", () => {
-  it("tells systemd it is ready", async () => {
+  it("tells systemd it is ready, then pings the watchdog every WATCHDOG_USEC / 2", async () => {
     await waitFor("READY=1", () => notified.includes("READY=1"), 5000);
+    await waitFor("WATCHDOG=1", () => notified.includes("WATCHDOG=1"), 5000);
   });
 
   it("bridges serial and MQTT at once, records every frame, and reports health and metrics", async () => {

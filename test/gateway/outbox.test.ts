@@ -125,3 +125,18 @@ describe("Backoff", () => {
     await q;
   });
 });
+
+describe("splitRuns", () => {
+  it("cuts readings into batches, keeps a config event alone and never lets it be overtaken", async () => {
+    const { splitRuns } = await import("../../gateway/agent/uplink.js");
+    const e = (id: number, kind: "data" | "config" = "data") => ({ ...entry(id), id, kind });
+    const ids = (runs: { id: number }[][]) => runs.map((r) => r.map((x) => x.id));
+    expect(ids(splitRuns([1, 2, 3, 4, 5].map((i) => e(i)), 2, 2))).toEqual([[1, 2], [3, 4]]);
+    expect(ids(splitRuns([e(1), e(2), e(3, "config"), e(4)], 10, 3))).toEqual([[1, 2]]);
+    expect(ids(splitRuns([e(1, "config"), e(2)], 10, 3))).toEqual([[1]]);
+    const big = Array.from({ length: 1000 }, (_, i) => ({ ...e(i), DA: "x".repeat(100) }));
+    const runs = splitRuns(big, 1000, 1);
+    expect(runs[0]?.length).toBeLessThan(1000); // capped by bytes under the server's 64 KiB body limit
+    expect(JSON.stringify(runs[0]).length).toBeLessThan(64 * 1024);
+  });
+});

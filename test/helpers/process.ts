@@ -32,6 +32,8 @@ export interface CliProcess {
   stderr: string[];
   /** Resolves with the first stdout line (past or future) matching `re`; rejects after `timeoutMs`. */
   waitForLine(re: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** The same for stderr (pino's JSON log lines). */
+  waitForErrLine(re: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
   /** Resolves with the exit code (or signal name) once the process has exited. */
   exited: Promise<number | string>;
 }
@@ -77,7 +79,7 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): CliProces
     child.once("exit", (code, signal) => done(code ?? signal ?? -1));
   });
   const waitOut = lineWatcher(child.stdout as Readable, stdout);
-  lineWatcher(child.stderr as Readable, stderr);
+  const waitErr = lineWatcher(child.stderr as Readable, stderr);
   let exitInfo = "";
   void exited.then((c) => {
     exitInfo = `process exited with ${c}`;
@@ -89,6 +91,7 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): CliProces
     exited,
     waitForLine: (re, timeoutMs = 15_000) =>
       waitOut(re, timeoutMs, () => `${exitInfo} stderr tail: ${stderr.slice(-5).join("\n")}`),
+    waitForErrLine: (re, timeoutMs = 15_000) => waitErr(re, timeoutMs, () => `${exitInfo} stdout tail: ${stdout.slice(-5).join("\n")}`),
   };
 }
 

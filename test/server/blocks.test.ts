@@ -80,6 +80,25 @@ describe("block activation", () => {
     expect((await asBlock(t, NODE, second, "data", { G: "0", V: 0, D: 9, DA: "3" })).status).toBe(200);
   });
 
+  it("a HEAD on the activation path neither issues nor revokes a token", async () => {
+    const token = await t.activate(NODE, user);
+    const head = await t.api({ method: "HEAD", url: `/block/${NODE}/activate?user_access_token=${user}` });
+    expect(head.statusCode).toBe(404);
+    expect((await asBlock(t, NODE, token, "data", { G: "0", V: 0, D: 9, DA: "1" })).body).toEqual(OK);
+  });
+
+  it("concurrent activation requests of one node all receive the same token", async () => {
+    const a = activate();
+    const b = activate();
+    await until(async () => ((await asMe("POST", "/block", { nodeid: NODE })).status === 404 ? undefined : true), 2000, "the claim");
+    const [ra, rb] = await Promise.all([a, b]);
+    expect(ra.statusCode).toBe(200);
+    expect(rb.statusCode).toBe(200);
+    const token = (ra.json() as { token: string }).token;
+    expect((rb.json() as { token: string }).token).toBe(token);
+    expect((await asBlock(t, NODE, token, "data", { G: "0", V: 0, D: 9, DA: "1" })).body).toEqual(OK);
+  });
+
   it("direct flow with a bad user token is 401", async () => {
     const res = await t.api({ method: "GET", url: `/block/${NODE}/activate?user_access_token=nope` });
     expect(res.statusCode).toBe(401);

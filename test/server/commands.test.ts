@@ -1,21 +1,31 @@
 /** Commands: queue, batch delivery, long-poll wake-up, TTL expiry, removal once written, newer poll wins. */
 import { connect } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
-import { OK, asBlock, asUser } from "../helpers/core.js";
+import { afterAll, describe, expect, it } from "vitest";
+import { OK, asBlock, asUser, freshNode } from "../helpers/core.js";
 import { waitFor } from "../helpers/http.js";
 import { type TestServer, startTestServer } from "../helpers/server.js";
-
-const NODE = "COMMANDS00001";
-const RELAY = `${NODE}_0_0_1002`;
-const LED = `${NODE}_0_0_1000`;
 
 describe("commands", () => {
   let t: TestServer;
   let bt: string;
   let now = Date.now();
+  let NODE = "";
+  let RELAY = "";
+  let LED = "";
+  /** Servers shared by the tests that ask for the same options; each test has its own node. */
+  const servers = new Map<string, Promise<TestServer>>();
 
-  async function setup(options: Parameters<typeof startTestServer>[0] = {}): Promise<void> {
-    t = await startTestServer(options);
+  async function setup(options: { pollHoldSeconds: number; fakeClock?: boolean }): Promise<void> {
+    const key = JSON.stringify(options);
+    let s = servers.get(key);
+    if (!s) {
+      s = startTestServer({ pollHoldSeconds: options.pollHoldSeconds, ...(options.fakeClock ? { commandTtlSeconds: 60, clock: () => now } : {}) });
+      servers.set(key, s);
+    }
+    t = await s;
+    NODE = freshNode("COMMANDS");
+    RELAY = `${NODE}_0_0_1002`;
+    LED = `${NODE}_0_0_1000`;
     bt = await t.activate(NODE);
     await asBlock(t, NODE, bt, "heartbeat", [
       { G: "0", V: 0, D: 1002, DA: "0" },
@@ -25,8 +35,8 @@ describe("commands", () => {
   const poll = () => asBlock<{ DEVICE: unknown[] }>(t, NODE, bt, "commands");
   const put = (guid: string, DA: string) => asUser(t, "PUT", `/device/${guid}`, { DA });
 
-  afterEach(async () => {
-    await t.close();
+  afterAll(async () => {
+    for (const s of servers.values()) await (await s).close();
   });
 
   it("delivers every queued command in one batch, in order, and only once", async () => {
@@ -58,15 +68,15 @@ describe("commands", () => {
   });
 
   it("an empty hold answers {DEVICE: []} after --poll-hold", async () => {
-    await setup({ pollHoldSeconds: 0.3 });
+    await setup({ pollHoldSeconds: 1 });
     const started = Date.now();
     expect((await poll()).body).toEqual({ DEVICE: [] });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
   });
 
   it("a command not delivered within its TTL expires instead of actuating late (server clock)", async () => {
     now = Date.now();
-    await setup({ pollHoldSeconds: 0.1, commandTtlSeconds: 60, clock: () => now });
+    await setup({ pollHoldSeconds: 0.1, fakeClock: true });
     await put(RELAY, "late");
     now += 59_000;
     await put(RELAY, "fresh");
@@ -91,7 +101,7 @@ describe("commands", () => {
   });
 
   it("a command leaves the queue only once delivered(): a poll that was not written leaves it queued", async () => {
-    await setup({ pollHoldSeconds: 0.1 });
+    await setup({ pollHoldSeconds: 1 });
     await put(RELAY, "1");
     const hub = t.server.services.commands;
     const rows = await hub.poll(NODE, () => {}, 0);
@@ -104,7 +114,7 @@ describe("commands", () => {
 
   it("a client that gives up a held poll does not take the next command with it (real socket)", async () => {
     await setup({ pollHoldSeconds: 5 });
-    await t.server.api.listen({ host: "127.0.0.1", port: 0 });
+    if (!t.server.api.server.listening) await t.server.api.listen({ host: "127.0.0.1", port: 0 });
     const address = t.server.api.server.address();
     const port = typeof address === "object" && address ? address.port : 0;
     // A raw socket, so that "the client went away" is exactly a closed TCP connection.
@@ -115,6 +125,34 @@ describe("commands", () => {
     socket.destroy();
     await waitFor(() => t.server.services.commands.heldPolls === 0, 2000, "the server noticing the closed poll");
     await put(RELAY, "1");
+    expect((await poll()).body).toEqual({ DEVICE: [{ G: "0", V: 0, D: 1002, DA: "1", GUID: RELAY }] });
+  });
+
+  it("stopping the server answers a held poll with none", async () => {
+    const own = await startTestServer({ pollHoldSeconds: 30 });
+    try {
+      const node = freshNode("COMMANDS");
+      const token = await own.activate(node);
+      const held = asBlock<{ DEVICE: unknown[] }>(own, node, token, "commands");
+      await waitFor(() => own.server.services.commands.heldPolls === 1, 2000, "the poll being held");
+      const started = Date.now();
+      const stopping = own.server.stop();
+      const answer = await held;
+      expect(answer.status).toBe(200);
+      expect(answer.body).toEqual({ DEVICE: [] });
+      expect(Date.now() - started).toBeLessThan(5000);
+      await stopping;
+      expect(own.server.services.commands.heldPolls).toBe(0);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it("a HEAD on the commands path takes nothing off the queue", async () => {
+    await setup({ pollHoldSeconds: 1 });
+    await put(RELAY, "1");
+    const head = await t.api({ method: "HEAD", url: `/block/${NODE}/commands`, headers: { "x-service-token": bt } });
+    expect(head.statusCode).toBe(404);
     expect((await poll()).body).toEqual({ DEVICE: [{ G: "0", V: 0, D: 1002, DA: "1", GUID: RELAY }] });
   });
 });

@@ -66,11 +66,14 @@ export async function postJson(url: string, payload: unknown, o: OutgoingOptions
   return r;
 }
 
-/** The URL without its query and credentials, for messages and logs (a query may carry a key). */
+/**
+ * Only the origin of a URL, for messages and logs: paths and queries often carry keys (e.g.
+ * `…/with/key/<secret>` of webhook services), and user info carries passwords.
+ */
 export function redactTarget(url: string): string {
   try {
     const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname}`;
+    return `${u.protocol}//${u.host}`;
   } catch {
     return "(invalid URL)";
   }

@@ -66,7 +66,7 @@ export class Automation {
       storeFile: (host, name, snap, signal) => this.fileHost.store(host, name, snap, signal),
       device: (userId, guid) => core.devices.owned(userId, guid),
     };
-    this.engine = new RuleEngine(core.store, deps, core.log.child({ module: "srv:rules" }), options.rules, core.clock);
+    this.engine = new RuleEngine(core.store, core.bus, deps, core.log.child({ module: "srv:rules" }), options.rules, core.clock);
     this.rules = new RuleService(core.store, this.engine, core.clock);
     core.devices.setSubDeviceView(this.subdevices.view);
     core.commands.addInterceptor(this.actuators.intercept);

@@ -121,9 +121,16 @@ export function rulesRepo(db: Database): RulesRepo {
     "DELETE FROM rule_runs WHERE rule_id = ? AND id <= (SELECT id FROM rule_runs WHERE rule_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
   );
   const runs = db.prepare("SELECT rule_id, ts, ok, steps, error FROM rule_runs WHERE rule_id = ? ORDER BY id DESC");
-  const addRun = db.transaction((run: RuleRunRow, keep: number) => {
-    insertRun.run(run);
-    prune.run(run.rule_id, run.rule_id, keep);
+  const exists = db.prepare("SELECT 1 FROM rules WHERE id = ?").pluck();
+  const addRuns = db.transaction((runs: RuleRunRow[], keep: number) => {
+    const touched = new Set<number>();
+    for (const run of runs) {
+      // A rule deleted since its run has nothing left to record.
+      if (!exists.get(run.rule_id)) continue;
+      insertRun.run(run);
+      touched.add(run.rule_id);
+    }
+    for (const id of touched) prune.run(id, id, keep);
   });
   return {
     async create(row) {
@@ -147,8 +154,8 @@ export function rulesRepo(db: Database): RulesRepo {
     async remove(id) {
       return remove.run(id).changes > 0;
     },
-    async addRun(run, keep) {
-      addRun(run, keep);
+    async addRuns(runs, keep) {
+      if (runs.length > 0) addRuns(runs, keep);
     },
     async runs(ruleId) {
       return runs.all(ruleId) as RuleRunRow[];

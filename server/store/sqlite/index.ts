@@ -12,6 +12,7 @@ import { rulesRepo, snapshotsRepo, subDevicesRepo } from "./automation.js";
 import { StoreCache } from "./cache.js";
 import { callbacksRepo, commandsRepo, devicesRepo, eventsRepo } from "./devices.js";
 import { historyRepo, registerFunctions } from "./history.js";
+import { keysRepo, oauthAppsRepo, oauthCodesRepo, sessionsRepo } from "./accounts-web.js";
 import { MIGRATIONS, type Migration } from "./migrations.js";
 
 export interface SqliteStoreOptions {
@@ -56,6 +57,10 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
   return {
     kind: "sqlite",
     db,
+    sessions: sessionsRepo(db),
+    oauthApps: oauthAppsRepo(db),
+    oauthCodes: oauthCodesRepo(db),
+    keys: keysRepo(db),
     users: usersRepo(db),
     tokens: tokensRepo(db, cache),
     blocks: blocksRepo(db, cache),

@@ -140,3 +140,42 @@ CREATE TABLE camera_snapshots (
 `,
   },
 ];
+
+// Accounts on the web (issue 4): browser sessions, OAuth applications and codes, server keys.
+MIGRATIONS.push({
+  name: "020-accounts-web",
+  sql: `
+CREATE TABLE sessions (
+  hash TEXT PRIMARY KEY,
+  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+  created INTEGER NOT NULL,
+  expires INTEGER NOT NULL
+);
+CREATE INDEX sessions_user ON sessions(user_id);
+CREATE INDEX sessions_expires ON sessions(expires);
+CREATE TABLE oauth_apps (
+  client_id TEXT PRIMARY KEY,
+  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  redirect_uri TEXT NOT NULL,
+  secret_hash TEXT NOT NULL,
+  created INTEGER NOT NULL
+);
+CREATE INDEX oauth_apps_user ON oauth_apps(user_id);
+CREATE TABLE oauth_codes (
+  hash TEXT PRIMARY KEY,
+  client_id TEXT NOT NULL REFERENCES oauth_apps(client_id) ON DELETE CASCADE,
+  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+  redirect_uri TEXT NOT NULL,
+  expires INTEGER NOT NULL,
+  used INTEGER NOT NULL DEFAULT 0,
+  token_hash TEXT
+);
+CREATE INDEX oauth_codes_expires ON oauth_codes(expires);
+CREATE TABLE server_keys (
+  name TEXT PRIMARY KEY,
+  value TEXT NOT NULL,
+  created INTEGER NOT NULL
+);
+`,
+});

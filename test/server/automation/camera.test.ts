@@ -63,7 +63,9 @@ describe("camera snapshots", () => {
     const noToken = await t.server.stream.inject({ method: "POST", url: `/rest/v0/camera/${CAM}/snapshot`, headers: { "content-type": "image/jpeg" }, payload: JPEG });
     expect(noToken.statusCode).toBe(401);
     expect((await upload(bt, JPEG, "text/plain")).statusCode).toBe(415);
-    expect((await upload(bt, Buffer.alloc(10 * 1024 * 1024 + 1))).statusCode).toBe(413);
+    const big = await upload(bt, Buffer.alloc(10 * 1024 * 1024 + 1));
+    expect(big.statusCode).toBe(413);
+    expect(big.json()).toMatchObject({ result: 0, error: "the snapshot is larger than 10 MiB" });
   });
 
   it("refuses a snapshot of a device that is not the user's camera", async () => {

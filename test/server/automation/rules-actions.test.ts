@@ -86,6 +86,18 @@ describe("rule actions: e-mail, snapshots and file hosts", () => {
     await new Promise<void>((resolve) => smtp.close(() => resolve()));
   });
 
+  it("serviceSendCommand to the Webhooks device calls the webhook actuator's url", async () => {
+    const hooks = ((await t.server.api.inject({ method: "GET", url: `/auth/webhook?${q()}` })).json() as Env<{ guid: string }>).data.guid;
+    const sub = await t.api({ method: "POST", url: `/device/${hooks}/subdevice?${q()}`, payload: { category: "webhook", type: "actuator", shortName: "Lamp", data: "lamp", url: `${receiver.url}/lamp` } });
+    expect(sub.statusCode).toBe(200);
+    const rid = await rule([{ handler: "serviceSendCommand", params: { guid: hooks, da: "lamp" } }]);
+    await press();
+    expect(await lastRun(rid)).toMatchObject({ ok: true });
+    const got = await waitFor(() => receiver.received.find((r) => r.url === "/lamp"), 3000, "the webhook call");
+    expect(JSON.parse(got.body.toString())).toMatchObject({ data: "lamp", DA: "lamp", GUID: hooks });
+    await t.api({ method: "DELETE", url: `/rule/${rid}?${q()}` });
+  });
+
   it("sendEmail delivers the message with its subject and body to the SMTP server", async () => {
     const rid = await rule([{ handler: "sendEmail", params: { to: "owner@example.org", subject: "Door bell", body: "Someone pressed the bell.", guid: "N/A" } }]);
     await press();
@@ -126,8 +138,7 @@ describe("rule actions: e-mail, snapshots and file hosts", () => {
     await press();
     await cameraAnswers();
     expect(await lastRun(rid)).toMatchObject({ ok: true });
-    const got = await receiver.nth(1);
-    expect(got.method).toBe("PUT");
+    const got = await waitFor(() => receiver.received.find((r) => r.method === "PUT"), 3000, "the file host PUT");
     expect(got.url).toMatch(/^\/upload\/.*\.jpg$/);
     expect(got.body.equals(JPEG)).toBe(true);
     await t.api({ method: "DELETE", url: `/rule/${rid}?${q()}` });

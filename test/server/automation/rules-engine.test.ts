@@ -121,6 +121,20 @@ describe("rule engine", () => {
     expect(await commands()).toEqual(["1002=t"]);
   });
 
+  it("a replayed reading older than the device's latest fires nothing", async () => {
+    await create({
+      preconditions: [{ handler: "serviceChange", params: { guid: BUTTON, to: "1" } }],
+      actions: [{ handler: "serviceSendCommand", params: { guid: RELAY, da: "late" } }],
+    });
+    await data(5, "0");
+    const old = Date.now() + offset - 3_600_000;
+    const res = await t.api({ method: "POST", url: `/block/${NODE}/data`, headers: { "x-service-token": bt }, payload: { G: "0", V: 0, D: 5, DA: "1", TIMESTAMP: old } });
+    expect(res.statusCode).toBe(200);
+    expect(await commands()).toEqual([]);
+    await data(5, "1");
+    expect(await commands()).toEqual(["1002=late"]);
+  });
+
   it("suspended rules never fire; unsuspended ones do again", async () => {
     const rid = await create({
       preconditions: [{ handler: "serviceChange", params: { guid: BUTTON, to: "1" } }],

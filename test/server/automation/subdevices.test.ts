@@ -75,6 +75,7 @@ describe("sub-devices", () => {
     expect(token.length).toBeGreaterThan(30);
     const wrong = await t.api({ method: "POST", url: `/device/${hooks}/subdevice/${id}/tickle/${token}x` });
     expect(wrong.statusCode).toBe(401);
+    expect((await t.api({ method: "POST", url: `/device/${hooks}/subdevice/s0000000/tickle/${token}` })).statusCode).toBe(401);
     const good = await t.api({ method: "POST", url: `/device/${hooks}/subdevice/${id}/tickle/${token}` });
     expect(good.json()).toEqual({ result: 1, error: null, id: 0 });
     const dev = (await t.api({ method: "GET", url: `/device/${hooks}?${q()}` })).json() as Env<{ last_data: { DA: unknown }; subDevices: Record<string, Record<string, unknown>> }>;
@@ -130,6 +131,9 @@ describe("sub-devices", () => {
     const { id } = (res.json() as Env<{ id: string }>).data;
     const put = await t.api({ method: "PUT", url: `/device/${RF}/subdevice/${id}?${q()}`, payload: { shortName: "B", data: "10" } });
     expect(put.json()).toEqual({ result: 1, error: null, id: 0 });
+    const noBody = await t.api({ method: "PUT", url: `/device/${RF}/subdevice/${id}?${q()}` });
+    expect(noBody.statusCode).toBe(400);
+    expect((noBody.json() as Env).error).toContain("body");
     const badPut = await t.api({ method: "PUT", url: `/device/${RF}/subdevice/${id}?${q()}`, payload: { data: "xyz" } });
     expect(badPut.statusCode).toBe(400);
     const dev = (await t.api({ method: "GET", url: `/device/${RF}?${q()}` })).json() as Env<{ subDevices: Record<string, { shortName: string; data: string }> }>;

@@ -5,9 +5,11 @@
  * seconds; suspended rules are not in the index. The runs of one rule are serial (queued, bounded);
  * its actions run in order and a failing one stops the run. Each run is recorded (short history).
  */
+import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { RuleHandler, RuleRunJson } from "../../../../protocol/automation.js";
-import type { RuleRow, Store } from "../../../store/types.js";
+import type { Bus } from "../../../bus/types.js";
+import type { RuleRow, RuleRunRow, Store } from "../../../store/types.js";
 import type { CommittedEvent } from "../../ingest.js";
 import { handler } from "./handlers/index.js";
 import type { ActionDeps, ActionHandler, Params, PreconditionHandler, RunContext } from "./handlers/types.js";
@@ -19,6 +21,12 @@ export interface RuleEngineOptions {
   /** Firings waiting behind a running one, per rule; more are dropped. Default 16. */
   maxPending?: number;
 }
+
+/** Bus channel announcing a changed rule id, so that every process's index follows CRUD. */
+export const RULES_CHANNEL = "rules:changed";
+
+/** Delay before run history is written, ms. */
+const RECORD_DELAY_MS = 20;
 
 interface Compiled {
   id: number;
@@ -43,10 +51,15 @@ export class RuleEngine {
   private readonly abort = new AbortController();
   private readonly historyKeep: number;
   private readonly maxPending: number;
+  private unrecorded: RuleRunRow[] = [];
+  private unsubscribe: () => void = () => {};
+  private readonly tag = randomUUID();
+  private flushing: Promise<void> | null = null;
   readonly stats = { fired: 0, runs: 0, failed: 0, dropped: 0 };
 
   constructor(
     private readonly store: Store,
+    private readonly bus: Bus,
     private readonly deps: ActionDeps,
     private readonly log: Logger,
     options: RuleEngineOptions = {},
@@ -58,11 +71,29 @@ export class RuleEngine {
   }
 
   async start(): Promise<void> {
+    this.unsubscribe = this.bus.subscribe(RULES_CHANNEL, (message) => {
+      const [tag, rid] = message.split(" ");
+      if (tag === this.tag) return;
+      this.reload(Number(rid)).catch((err: unknown) => this.log.error({ err, rid }, "reloading a changed rule failed"));
+    });
     for (const row of await this.store.rules.all()) await this.sync(row);
   }
 
-  /** Aborts running actions (sleeps, snapshot waits) and waits for the runs to record themselves. */
+  /** Tells the engines of other processes that a rule changed (this one was synced already). */
+  announce(rid: number): void {
+    this.bus.publish(RULES_CHANNEL, `${this.tag} ${rid}`);
+  }
+
+  /** Reads a rule again after another process changed it. */
+  private async reload(rid: number): Promise<void> {
+    const row = await this.store.rules.get(rid);
+    if (row) await this.sync(row);
+    else this.remove(rid);
+  }
+
+  /** Aborts running actions (sleeps, snapshot waits) and waits until their runs are recorded. */
   async stop(): Promise<void> {
+    this.unsubscribe();
     this.abort.abort();
     await this.idle();
   }
@@ -107,9 +138,10 @@ export class RuleEngine {
     this.rules.delete(id);
   }
 
-  /** Resolves once every run queued so far has finished. */
+  /** Resolves once every run queued so far has finished and been recorded. */
   async idle(): Promise<void> {
     await Promise.all([...this.rules.values()].map((r) => r.state.chain));
+    if (this.flushing) await this.flushing;
   }
 
   get watched(): number {
@@ -117,12 +149,15 @@ export class RuleEngine {
   }
 
   readonly onCommitted = (events: CommittedEvent[]): void => {
+    if (this.abort.signal.aborted) return;
     for (const e of events) {
       if (e.kind === "config") continue;
       const rules = this.index.get(e.guid);
       if (!rules) continue;
-      const prev = this.values.set(e.guid, e.DA);
-      for (const rule of rules) this.evaluate(rule, e, prev);
+      const seen = this.values.set(e.guid, e.DA, e.ts);
+      if (seen === "stale") continue;
+      // A rule only hears its owner's devices (a GUID comes back under another account after an unpairing).
+      for (const rule of rules) if (rule.userId === e.userId) this.evaluate(rule, e, seen.prev);
     }
   };
 
@@ -145,6 +180,9 @@ export class RuleEngine {
     st.pending++;
     this.stats.fired++;
     st.chain = st.chain
+      // The next turn: the responses of the committed events are written before the actions'
+      // own disk writes (a queued command) take the event loop.
+      .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
       .then(() => this.run(rule, now))
       .catch((err: unknown) => this.log.error({ err, rid: rule.id }, "rule run failed unexpectedly"))
       .finally(() => st.pending--);
@@ -175,14 +213,25 @@ export class RuleEngine {
       this.log.info({ rid: rule.id, error }, "rule run stopped");
     }
     if (rule.removed) return;
-    try {
-      await this.store.rules.addRun(
-        { rule_id: rule.id, ts: firedAt, ok: error === null ? 1 : 0, steps: JSON.stringify(steps), error },
-        this.historyKeep,
-      );
-    } catch (err) {
-      this.log.warn({ err, rid: rule.id }, "recording a rule run failed");
-    }
+    this.record({ rule_id: rule.id, ts: firedAt, ok: error === null ? 1 : 0, steps: JSON.stringify(steps), error });
+  }
+
+  /**
+   * Run history is written in batches a few ms later, in one transaction: off the path of the
+   * command that the run just queued, and one disk sync for many runs.
+   */
+  private record(run: RuleRunRow): void {
+    this.unrecorded.push(run);
+    this.flushing ??= new Promise<void>((resolve) => {
+      setTimeout(() => {
+        const runs = this.unrecorded.splice(0);
+        this.flushing = null;
+        this.store.rules
+          .addRuns(runs, this.historyKeep)
+          .catch((err: unknown) => this.log.warn({ err, runs: runs.length }, "recording rule runs failed"))
+          .finally(resolve);
+      }, RECORD_DELAY_MS);
+    });
   }
 
   private unindex(rule: Compiled): void {

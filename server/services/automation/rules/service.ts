@@ -24,6 +24,11 @@ export class RuleService {
     private readonly clock: () => number = Date.now,
   ) {}
 
+  /** This process's engine is updated before the answer; the others hear of it on the Bus. */
+  private changed(rid: number): void {
+    this.engine.announce(rid);
+  }
+
   private lookup(userId: number) {
     return async (guid: string) => {
       const row = await this.store.devices.byGuid(guid);
@@ -50,6 +55,7 @@ export class RuleService {
       created: this.clock(),
     });
     await this.engine.sync(row);
+    this.changed(row.id);
     return row.id;
   }
 
@@ -81,17 +87,20 @@ export class RuleService {
     };
     await this.store.rules.update(next);
     await this.engine.sync(next);
+    this.changed(row.id);
   }
 
   async remove(userId: number, rid: number): Promise<void> {
     const row = await this.owned(userId, rid);
     await this.store.rules.remove(row.id);
     this.engine.remove(row.id);
+    this.changed(row.id);
   }
 
   async suspend(userId: number, rid: number, suspended: boolean): Promise<void> {
     const row = await this.owned(userId, rid);
     await this.store.rules.setSuspended(row.id, suspended);
     await this.engine.sync({ ...row, suspended: suspended ? 1 : 0 });
+    this.changed(row.id);
   }
 }

@@ -5,8 +5,13 @@
  */
 import type { Store } from "../../../store/types.js";
 
+interface Value {
+  da: string | undefined;
+  ts: number;
+}
+
 export class DeviceValues {
-  private readonly values = new Map<string, string | undefined>();
+  private readonly values = new Map<string, Value>();
 
   constructor(private readonly store: Store) {}
 
@@ -15,21 +20,25 @@ export class DeviceValues {
   }
 
   get(guid: string): string | undefined {
-    return this.values.get(guid);
+    return this.values.get(guid)?.da;
   }
 
-  /** Records a new value; returns the previous one. */
-  set(guid: string, da: string): string | undefined {
+  /**
+   * Records a reading; returns the previous value, or `stale` for a reading older than the latest
+   * one (a gateway replaying its outbox), which changes nothing, as in the store's `last_data`.
+   */
+  set(guid: string, da: string, ts: number): { prev: string | undefined } | "stale" {
     const prev = this.values.get(guid);
-    this.values.set(guid, da);
-    return prev;
+    if (prev && ts < prev.ts) return "stale";
+    this.values.set(guid, { da, ts });
+    return { prev: prev?.da };
   }
 
   /** Starts watching a GUID with its stored last value (none for a device that does not exist yet). */
   async watch(guid: string): Promise<void> {
     if (this.values.has(guid)) return;
     const row = await this.store.devices.byGuid(guid);
-    if (!this.values.has(guid)) this.values.set(guid, row?.last_da ?? undefined);
+    if (!this.values.has(guid)) this.values.set(guid, { da: row?.last_da ?? undefined, ts: row?.last_ts ?? 0 });
   }
 
   forget(guid: string): void {

@@ -1,0 +1,38 @@
+/** `blockkit apps add`: register an OAuth application for a user (scripts and tests). */
+import type { Command } from "commander";
+import { OAuthService } from "../server/services/accounts/oauth.js";
+import { AuthService } from "../server/services/auth.js";
+import { openSqliteStore } from "../server/store/sqlite/index.js";
+import { dbUrl, userName } from "./options.js";
+
+interface AppsAddFlags {
+  user: string;
+  name: string;
+  redirectUri: string;
+  data: string;
+  db?: string;
+}
+
+export function registerApps(program: Command): void {
+  const apps = program.command("apps").description("manage OAuth applications");
+  apps
+    .command("add")
+    .description('register an OAuth application; prints {"client_id":…,"client_secret":…} (the secret is shown only here)')
+    .requiredOption("--user <name>", "the user who owns the application", userName)
+    .requiredOption("--name <app>", "the application's name, shown on the consent page")
+    .requiredOption("--redirect-uri <uri>", "the exact redirect URI the application will use (http or https)")
+    .option("--data <dir>", "directory of the embedded SQLite store", "./data")
+    .option("--db <url>", "store URL (sqlite:DIR)", dbUrl)
+    .action(async (flags: AppsAddFlags) => {
+      const store = openSqliteStore({ dataDir: flags.db ?? flags.data });
+      try {
+        const user = await store.users.byName(flags.user);
+        if (!user) throw new Error(`no user "${flags.user}": create it with blockkit users add`);
+        const oauth = new OAuthService(store, new AuthService(store), Date.now);
+        const app = await oauth.createApp(user.id, flags.name, flags.redirectUri);
+        process.stdout.write(`${JSON.stringify({ client_id: app.client_id, client_secret: app.client_secret })}\n`);
+      } finally {
+        await store.close();
+      }
+    });
+}
