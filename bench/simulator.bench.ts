@@ -1,18 +1,18 @@
 /**
- * Simulator capacity and overhead (`npm run bench simulator`).
+ * Simulator capacity and overhead (`npm run bench simulator`). The server runs in its own process,
+ * so the CPU measured here is the simulator's alone.
  *
- * The server runs in its own process, so the CPU measured here is the simulator's alone.
- * 1. Capacity: fleets of growing size (default 1 000 then 10 000 blocks, one reading per second
- *    each, no commands or callbacks) run through SimRunner; for each, the acknowledged rate against
- *    the offered one, the simulator's CPU (percent of one core) and event-loop delay, the ingest
- *    latency and who limited the run.
- * 2. Overhead: CPU microseconds per acknowledged event of the simulator (real BlockAgents, outbox,
- *    long-polls, metrics) against a bare loop that only POSTs the same /data requests with the same
- *    tokens and the same undici pool, at the same offered rate.
+ * 1. Capacity against a protocol sink (bench/fixtures/block-sink.ts: answers activation, readings
+ *    and held long-polls, stores nothing), so that only the simulator can be the limit: a fleet of
+ *    10 000 blocks × one reading per second through real BlockAgents; the acknowledged rate against
+ *    the offered one, the simulator's CPU (percent of one core) and event-loop delay.
+ * 2. Overhead: CPU microseconds per acknowledged event of the simulator (agents, outboxes,
+ *    long-polls, metrics) against a bare loop that only POSTs the same /data requests, at the same
+ *    fleet size and rate, to the same sink.
+ * 3. The same fleet shape against the real server (1 000 blocks by default): who limits the run.
  *
- * Env: BENCH_SIM_STEPS (block counts, comma-separated), BENCH_SIM_SECONDS (measured seconds per
- * step, default 6), BENCH_SIM_BARE (blocks of the overhead comparison, default 1000).
- * Activating 10 000 blocks takes the server a while (one durable claim and token each).
+ * Env: BENCH_SIM_SINK (block count against the sink, default 10000), BENCH_SIM_STEPS (block counts
+ * against the server, comma-separated, default 1000), BENCH_SIM_SECONDS (measured seconds, default 6).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -20,24 +20,24 @@ import { join } from "node:path";
 import { Agent, request } from "undici";
 import { ApiClient } from "../protocol/api-client.js";
 import { validateScenario } from "../simulator/scenario/parse.js";
-import { startServer } from "./fixtures/procs.js";
+import { startBare, startServer } from "./fixtures/procs.js";
 import { figure, machine } from "./lib.js";
 
 // The built simulator (bench/run.ts builds first), as it runs in production.
 const RUNNER = "../dist/simulator/runner.js";
 const { SimRunner } = (await import(RUNNER)) as typeof import("../simulator/runner.js");
 const TOKEN = "bench-admin-token-0123456789";
-const STEPS = (process.env.BENCH_SIM_STEPS ?? "1000,10000").split(",").map(Number);
+const SINK = Number(process.env.BENCH_SIM_SINK ?? 10_000);
+const STEPS = (process.env.BENCH_SIM_STEPS ?? "1000").split(",").map(Number);
 const SECONDS = Number(process.env.BENCH_SIM_SECONDS ?? 6);
-const BARE = Number(process.env.BENCH_SIM_BARE ?? 1000);
 
-function scenario(blocks: number, seed: number) {
+function scenario(blocks: number, seed: number, perSecond: number) {
   return validateScenario({
     name: `capacity-${blocks}`,
     seed,
     blocks: { count: blocks, node_id: "BENCH{seed}N{index:8}" },
     devices: [{ type: "temperature", rate: 1 }],
-    ramp_up: { blocks_per_s: 800 },
+    ramp_up: { blocks_per_s: perSecond, max_pending: 500 },
     warmup_s: 3,
     duration_s: SECONDS,
     commands: { rate: 0 },
@@ -45,30 +45,31 @@ function scenario(blocks: number, seed: number) {
   });
 }
 
-async function capacity(baseUrl: string, blocks: number, seed: number): Promise<{ cpuUsPerEvent: number }> {
-  const runner = new SimRunner({ scenario: scenario(blocks, seed), baseUrl, token: TOKEN, drainTimeoutMs: 10_000 });
+async function capacity(label: string, baseUrl: string, blocks: number, seed: number, rampPerSecond: number): Promise<{ cpuUsPerEvent: number }> {
+  const runner = new SimRunner({ scenario: scenario(blocks, seed, rampPerSecond), baseUrl, token: TOKEN, drainTimeoutMs: 10_000 });
   await runner.start();
   const report = await runner.finished;
   await runner.stop();
   const c = report.counts;
-  process.stdout.write(`\n${blocks} blocks × 1 reading/s (measured ${report.duration_s} s):\n`);
+  process.stdout.write(`\n${label}: ${blocks} blocks × 1 reading/s (measured ${report.duration_s} s):\n`);
   figure("  blocks activated", report.blocks.activated, `of ${blocks}`);
   figure("  acknowledged", report.events_per_s, "events/s", { name: "offered", value: blocks });
   figure("  simulator CPU", report.simulator.cpu_percent, "% of one core");
   figure("  simulator event-loop delay p99", report.simulator.loop_delay_p99_ms, "ms");
   figure("  ingest ack p50", report.latency_ms.ingest.p50 ?? Number.NaN, "ms");
   figure("  ingest ack p99", report.latency_ms.ingest.p99 ?? Number.NaN, "ms");
+  figure("  simulator CPU per event", report.simulator.cpu_us_per_event ?? Number.NaN, "µs");
   figure("  errors", c.errors, Object.keys(report.errors_by_kind).join(", ") || "");
   process.stdout.write(`  limited by: ${report.simulator.bottleneck} (${report.simulator.reason})\n`);
   return { cpuUsPerEvent: report.simulator.cpu_us_per_event ?? Number.NaN };
 }
 
-/** The baseline: pre-activated tokens, one timer per block, bare POST /data. */
+/** The baseline: tokens fetched first, one timer per block, bare POST /data. */
 async function bareLoop(baseUrl: string, blocks: number): Promise<number> {
   const api = new ApiClient({ baseUrl, token: TOKEN });
   const nodes = Array.from({ length: blocks }, (_v, i) => `BARE${String(i).padStart(8, "0")}`);
   const tokens: string[] = [];
-  for (let i = 0; i < nodes.length; i += 200) tokens.push(...(await Promise.all(nodes.slice(i, i + 200).map((n) => api.activateDirect(n)))));
+  for (let i = 0; i < nodes.length; i += 500) tokens.push(...(await Promise.all(nodes.slice(i, i + 500).map((n) => api.activateDirect(n)))));
   const dispatcher = new Agent({ keepAliveTimeout: 60_000, connections: null, pipelining: 1 });
   let acked = 0;
   let running = true;
@@ -112,20 +113,23 @@ async function bareLoop(baseUrl: string, blocks: number): Promise<number> {
 
 async function main(): Promise<void> {
   process.stdout.write(`machine: ${machine()}\n`);
+  const sink = await startBare("bench/fixtures/block-sink.ts");
+  try {
+    const sinkUrl = `http://127.0.0.1:${sink.port}/rest/v0`;
+    const sim = await capacity("simulator against a protocol sink", sinkUrl, SINK, 1, 2000);
+    const bare = await bareLoop(sinkUrl, SINK);
+    process.stdout.write(`\noverhead per event at ${SINK} blocks × 1/s (same sink):\n`);
+    figure("  bare HTTP loop CPU", bare, "µs/event");
+    figure("  simulator CPU", sim.cpuUsPerEvent, "µs/event", { name: "bare loop", value: bare });
+  } finally {
+    await sink.stop();
+  }
   const dir = mkdtempSync(join(tmpdir(), "blockkit-bench-sim-"));
   const server = await startServer(dir, TOKEN);
-  const baseUrl = `http://127.0.0.1:${server.port}/rest/v0`;
   try {
-    let overheadSim = Number.NaN;
     for (const [i, blocks] of STEPS.entries()) {
-      const r = await capacity(baseUrl, blocks, 100 + i);
-      if (blocks === BARE) overheadSim = r.cpuUsPerEvent;
+      await capacity("simulator against the server", `http://127.0.0.1:${server.port}/rest/v0`, blocks, 100 + i, 800);
     }
-    if (Number.isNaN(overheadSim)) overheadSim = (await capacity(baseUrl, BARE, 99)).cpuUsPerEvent;
-    const bare = await bareLoop(baseUrl, BARE);
-    process.stdout.write(`\noverhead per event at ${BARE} blocks × 1/s:\n`);
-    figure("  bare HTTP loop CPU", bare, "µs/event");
-    figure("  simulator CPU", overheadSim, "µs/event", { name: "bare loop", value: bare });
   } finally {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -5,7 +5,7 @@
  * Exit codes: 0 passed, 1 a threshold broke (or replay lost readings), 2 bad input, 3 the run failed.
  */
 import { readFileSync } from "node:fs";
-import type { Command } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
 import { createElement } from "react";
 import { parse as parseYaml } from "yaml";
 import { runHeadless } from "../simulator/headless.js";
@@ -40,8 +40,14 @@ export interface SimFlags {
 }
 
 function wholeOrZero(value: string): number {
-  if (!/^\d+$/.test(value)) throw new Error(`"${value}" is not a whole number`);
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`"${value}" is not a whole number`);
   return Number(value);
+}
+
+function zeroOrMore(value: string): number {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`"${value}" is not a number of 0 or more`);
+  return n;
 }
 
 export function buildScenario(f: SimFlags): LoadedScenario {
@@ -94,9 +100,9 @@ export function registerSim(program: Command): void {
     .option("--duration <seconds>", "measured duration", positiveNumber)
     .option("--seed <n>", "random seed: the same seed gives the same values", wholeOrZero)
     .option("--two-legged <n>", "blocks activated through the two-legged flow", wholeOrZero)
-    .option("--commands <r>", "commands per second the simulator sends to actuators", positiveNumber)
+    .option("--commands <r>", "commands per second the simulator sends to actuators (0: none)", zeroOrMore)
     .option("--callbacks <n>", "devices that get a callback to the simulator's receiver", wholeOrZero)
-    .option("--warmup <seconds>", "warm-up before measuring", positiveNumber)
+    .option("--warmup <seconds>", "warm-up before measuring", zeroOrMore)
     .option("--headless", "no TUI: progress on stderr (the default without a terminal)")
     .option("--report <file>", "write the JSON report to FILE")
     .option("--callback-host <host>", "address of the callback receiver", "127.0.0.1")

@@ -73,7 +73,9 @@ export function runnerSource(r: SimRunner): ViewSource {
         else if (s === "dropped") counts.dropped++;
       }
       const order = blocks.slice(0, r.fleet.running);
-      if (sort === "errors") order.sort((a, b) => b.errors - a.errors || b.rate - a.rate || a.index - b.index);
+      // Troubled blocks first: most errors, then those not online (dropped, paused, offline).
+      const down = (b: (typeof order)[number]): number => (b.state === "online" ? 0 : 1);
+      if (sort === "errors") order.sort((a, b) => b.errors - a.errors || down(b) - down(a) || b.rate - a.rate || a.index - b.index);
       else if (sort === "rate") order.sort((a, b) => b.rate - a.rate || a.index - b.index);
       const pages = Math.max(1, Math.ceil(order.length / pageSize));
       const p = Math.min(Math.max(0, page), pages - 1);

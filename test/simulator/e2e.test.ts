@@ -83,7 +83,7 @@ describe("blockkit sim against a real server", () => {
       ].join("\n"),
     );
     const reportFile = join(dir, "report.json");
-    const run = await sim(["--headless", "--server", baseUrl, "--token", TOKEN, "--scenario", scenario, "--duration", "3", "--seed", "4", "--report", reportFile, "--progress", "1", "--drain", "5"]);
+    const run = await sim(["--headless", "--server", baseUrl, "--token", TOKEN, "--scenario", scenario, "--duration", "3", "--seed", "4", "--report", reportFile, "--progress", "1", "--drain", "8"]);
     expect(run.stderr).toMatch(/\[0:0\d\/0:03\] blocks \d+\/50/);
     expect(run.stderr).toContain("chaos: dropped the connection of");
     expect(run.code, run.stderr).toBe(0);
