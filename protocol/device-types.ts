@@ -47,7 +47,7 @@ const ROWS: Row[] = [
   [1004, "camera", "Web Camera", 1, 1, 0, false],
   [1005, "network", "Network", 1, 0, 0, false],
   [1007, "rgbled", "Eyes RGB LED", 0, 1, 0, false],
-  [2000, "sandbox", "Sandbox", 1, 1, 1, false],
+  [2000, "sandbox", "Sandbox", 1, 1, 1, true],
   [7000, "display", "LED Display", 0, 1, 0, false],
 ];
 

@@ -1,6 +1,7 @@
 /** Block-level calls: heartbeat, data, config events and the commands long-poll. */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ok } from "../../protocol/envelope.js";
+import { deviceType } from "../../protocol/device-types.js";
 import { makeGuid } from "../../protocol/guid.js";
 import { numericValue } from "../../protocol/history.js";
 import {
@@ -15,6 +16,15 @@ import { toCommand } from "../services/commands.js";
 import type { Services } from "../services/index.js";
 import type { IngestEvent } from "../store/types.js";
 import { blockOf } from "./auth.js";
+
+/**
+ * The number stored beside a reading for folding: only for device types whose DA is a quantity
+ * (and for unknown types, when it parses), so that codes like an RF bit string `0101…` stay text.
+ */
+function storedNumber(v: number, d: number, da: string): number | null {
+  const t = deviceType(v, d);
+  return t.numeric || t.device_type === "unknown" ? numericValue(da) : null;
+}
 
 /** Readings may be stamped by the block up to this far in the future (clock skew), ms. */
 const MAX_FUTURE_SKEW_MS = 5 * 60_000;
@@ -37,7 +47,7 @@ export function blockEventRoutes(app: FastifyInstance, s: Services): void {
       V: e.V,
       D: e.D,
       DA,
-      num: kind === "config" ? null : numericValue(DA),
+      num: kind === "config" ? null : storedNumber(e.V, e.D, DA),
       ts,
       key: e.KEY,
       payload: kind === "config" ? (e as unknown as Record<string, unknown>) : undefined,
@@ -72,6 +82,9 @@ export function blockEventRoutes(app: FastifyInstance, s: Services): void {
       // Removed from the queue only once the response carrying them was written.
       reply.raw.once("finish", () => {
         s.commands.delivered(rows).catch((err: unknown) => request.log.error({ err }, "removing delivered commands failed"));
+      });
+      reply.raw.once("close", () => {
+        if (!reply.raw.writableFinished) s.commands.lost(rows);
       });
     }
     return reply.send({ DEVICE: rows.map(toCommand) });

@@ -34,6 +34,21 @@ class Waiter {
   ) {}
 }
 
+/**
+ * A command handed straight to a held poll instead of being queued: `settle(true)` once the
+ * response carrying it was written, `settle(false)` when it could not be (it is queued then).
+ */
+interface DirectCommand extends CommandRow {
+  settle: (written: boolean) => void;
+}
+
+function isDirect(row: CommandRow): row is DirectCommand {
+  return typeof (row as Partial<DirectCommand>).settle === "function";
+}
+
+/** A direct hand-over whose response never reports back within this time is queued instead, ms. */
+const DIRECT_SETTLE_MS = 10_000;
+
 /** Bus channel that carries the node id of every newly queued command. */
 export const COMMANDS_CHANNEL = "commands";
 /** Granularity of hold expiry, ms. */
@@ -51,7 +66,7 @@ export class CommandHub {
   private holdSweep: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private stopped = false;
-  readonly stats = { queued: 0, delivered: 0 };
+  readonly stats = { queued: 0, delivered: 0, direct: 0 };
 
   constructor(
     private readonly store: Store,
@@ -89,11 +104,16 @@ export class CommandHub {
     this.interceptors.push(interceptor);
   }
 
-  /** Queues DA for a device (or hands it to the interceptor that owns the device). */
+  /**
+   * Sends DA to a device: hands it to the interceptor that owns the device, or straight to the
+   * node's held poll when one is waiting on an empty queue (no disk write on that path: the caller
+   * is answered once the response carrying the command was written), or queues it durably.
+   */
   async send(device: DeviceRow, da: string): Promise<void> {
     for (const intercept of this.interceptors) if (await intercept(device, da)) return;
     const now = this.clock();
-    await this.store.commands.add({
+    const row = {
+      id: 0,
       node_id: device.node_id,
       guid: device.guid,
       g: device.g,
@@ -102,7 +122,30 @@ export class CommandHub {
       da,
       created: now,
       expires: now + this.options.ttlMs,
-    });
+    };
+    // Only a waiter that has seen an empty queue (not checking it now) takes a command directly,
+    // so a direct command never overtakes a queued one.
+    const w = this.waiters.get(device.node_id);
+    if (w && !w.done && !w.checking && !this.stopped) {
+      const written = await new Promise<boolean>((settle) => {
+        const timer = setTimeout(() => settle(false), DIRECT_SETTLE_MS);
+        const direct: DirectCommand = {
+          ...row,
+          settle: (ok) => {
+            clearTimeout(timer);
+            settle(ok);
+          },
+        };
+        this.finish(w, [direct]);
+      });
+      if (written) {
+        this.stats.direct++;
+        this.stats.delivered++;
+        return;
+      }
+    }
+    const { id: _unused, ...queued } = row;
+    await this.store.commands.add(queued);
     this.stats.queued++;
     this.bus.publish(COMMANDS_CHANNEL, device.node_id);
   }
@@ -154,9 +197,19 @@ export class CommandHub {
 
   /** Called once the response carrying these commands was written. */
   async delivered(rows: CommandRow[]): Promise<void> {
-    if (rows.length === 0) return;
-    await this.store.commands.remove(rows.map((r) => r.id));
-    this.stats.delivered += rows.length;
+    const queued: number[] = [];
+    for (const r of rows) {
+      if (isDirect(r)) r.settle(true);
+      else queued.push(r.id);
+    }
+    if (queued.length === 0) return;
+    await this.store.commands.remove(queued);
+    this.stats.delivered += queued.length;
+  }
+
+  /** Called when the response carrying these commands could not be written: they stay (or get) queued. */
+  lost(rows: CommandRow[]): void {
+    for (const r of rows) if (isDirect(r)) r.settle(false);
   }
 
   get heldPolls(): number {

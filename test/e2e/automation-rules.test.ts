@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { until } from "../helpers/http.js";
 import { type Live, TestBlock, call, startLive } from "./automation-helpers.js";
 
 describe("automation end to end: rules over real HTTP", () => {
@@ -57,7 +58,11 @@ describe("automation end to end: rules over real HTTP", () => {
 
     expect((await call("DELETE", `${live.urls.baseUrl}/device/${hooks}/subdevice/${id}?${q()}`)).status).toBe(200);
     expect((await call("POST", `${live.urls.baseUrl}/device/${hooks}/subdevice/${id}/tickle/${token}`)).status).toBe(401);
-    const rule = await call("GET", `${live.urls.baseUrl}/rule/${rid}?${q()}`);
+    // The run history is written a few ms after the run, off the command's path: wait for it, bounded.
+    const rule = await until(async () => {
+      const r = await call("GET", `${live.urls.baseUrl}/rule/${rid}?${q()}`);
+      return r.json<{ data: { history: unknown[] } }>().data.history.length > 0 ? r : undefined;
+    }, 5000, "the rule's run in its history");
     expect(rule.json()).toMatchObject({ result: 1, data: { rid: Number(rid), suspended: false, history: [{ ok: true }] } });
   });
 });

@@ -42,3 +42,28 @@ describe("service devices", () => {
     expect((dev.json() as { data: { device_type: string } }).data.device_type).toBe("webhook");
   });
 });
+
+describe("history of code-valued devices", () => {
+  let t: TestServer;
+  beforeEach(async () => {
+    t = await startTestServer();
+  });
+  afterEach(async () => {
+    await t.close();
+  });
+
+  it("keeps an RF bit string as text, leading zeros included, while a temperature folds as a number", async () => {
+    const node = "RFCODE000001";
+    const bt = await t.activate(node);
+    for (const [D, DA] of [[11, "010101010101"], [9, "21.5"]] as const) {
+      const res = await t.api({ method: "POST", url: `/block/${node}/data`, headers: { "x-service-token": bt }, payload: { G: "0", V: 0, D, DA } });
+      expect(res.statusCode).toBe(200);
+    }
+    const rf = await t.api({ method: "GET", url: `/device/${node}_0_0_11/data?from=0&user_access_token=${t.token}` });
+    expect((rf.json() as { data: { v: unknown }[] }).data.map((p) => p.v)).toEqual(["010101010101"]);
+    const folded = await t.api({ method: "GET", url: `/device/${node}_0_0_11/data?from=0&interval=1day&fn=mean&user_access_token=${t.token}` });
+    expect((folded.json() as { data: unknown[] }).data).toEqual([]);
+    const temp = await t.api({ method: "GET", url: `/device/${node}_0_0_9/data?from=0&interval=1day&fn=mean&user_access_token=${t.token}` });
+    expect((temp.json() as { data: { v: unknown }[] }).data.map((p) => p.v)).toEqual([21.5]);
+  });
+});
