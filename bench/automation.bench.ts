@@ -11,8 +11,6 @@
  */
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -104,24 +102,28 @@ class LoadGenerator {
   }
 }
 
-/** A callback receiver in this process: answers 200 at once. */
-async function startReceiver(): Promise<{ url: string; count: () => number; close: () => Promise<void> }> {
-  let n = 0;
-  const srv = createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
-      n++;
-      res.end("{}");
-    });
-  });
-  await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
+/** The callback receiver, in its own process like a real one: answers 200 at once, counts at GET /count. */
+const RECEIVER = `
+const http = require("node:http");
+let n = 0;
+const srv = http.createServer((req, res) => {
+  if (req.method === "GET") return res.end(String(n));
+  req.resume();
+  req.on("end", () => { n++; res.end("{}"); });
+});
+srv.listen(0, "127.0.0.1", () => process.stdout.write(srv.address().port + "\\n"));
+process.stdin.on("end", () => process.exit(0));
+process.stdin.resume();
+`;
+
+async function startReceiver(): Promise<{ url: string; count: () => Promise<number>; close: () => void }> {
+  const child = spawn(process.execPath, ["-e", RECEIVER], { stdio: ["pipe", "pipe", "inherit"] });
+  const port = await new Promise<string>((resolve) => child.stdout.once("data", (c: Buffer) => resolve(c.toString().trim())));
+  const base = `http://127.0.0.1:${port}`;
   return {
-    url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/cb`,
-    count: () => n,
-    close: () => new Promise((resolve) => {
-      srv.closeAllConnections();
-      srv.close(() => resolve());
-    }),
+    url: `${base}/cb`,
+    count: async () => Number(await (await request(`${base}/count`)).body.text()),
+    close: () => child.stdin.end(),
   };
 }
 
@@ -150,26 +152,34 @@ async function ingest(): Promise<void> {
   const gen = new LoadGenerator();
   await gen.run(plain, 1);
   await gen.run(auto, 1);
-  const before = receiver.count();
+  const before = await receiver.count();
   const sum = { plain: 0, auto: 0, bad: 0 };
+  const cpu = { plain: 0, auto: 0 };
   const slice = SECONDS / ROUNDS;
   for (let r = 0; r < ROUNDS; r++) {
     for (const [name, live] of r % 2 === 0 ? ([["plain", plain], ["auto", auto]] as const) : ([["auto", auto], ["plain", plain]] as const)) {
+      const c0 = process.cpuUsage();
       const res = await gen.run(live, slice);
+      const c1 = process.cpuUsage(c0);
+      cpu[name] += c1.user + c1.system;
       sum[name] += res.total;
       sum.bad += res.non2xx + res.errors;
     }
   }
   gen.close();
-  const delivered = receiver.count() - before;
+  const delivered = (await receiver.count()) - before;
   const stats = auto.server.services.automation.callbacks.stats;
+  const perBatch = (l: Live): number => l.server.services.ingest.stats.events / l.server.services.ingest.stats.batches;
+  figure("events per group commit (without / with automation)", perBatch(plain), "", { name: "with", value: perBatch(auto) });
   await stopServer(plain);
   await stopServer(auto);
-  await receiver.close();
+  receiver.close();
 
   const baseline = sum.plain / SECONDS;
   figure("ingest without automation", Math.round(baseline), "events/s");
   figure("ingest with 1000 rules + 100 callbacks", Math.round(sum.auto / SECONDS), "events/s", { name: "without", value: baseline });
+  figure("server CPU per event without automation", cpu.plain / sum.plain, "µs");
+  figure("server CPU per event with automation", cpu.auto / sum.auto, "µs", { name: "without", value: cpu.plain / sum.plain });
   figure("callback deliveries during the runs", delivered, "POSTs");
   figure("callback deliveries dropped (queue bound)", stats.dropped, "");
   figure("non-2xx answers or errors", sum.bad, "");

@@ -56,9 +56,12 @@ export class BlockClientError extends Error {
   get unauthorized(): boolean {
     return this.status === 401 || this.status === 403;
   }
-  /** The payload itself was refused; sending it again will not help. */
+  /**
+   * The payload itself was refused; sending it again will not help. Only 400 and 413: a 404 more
+   * likely means a wrong server URL, and dropping readings over it would lose them all.
+   */
   get rejected(): boolean {
-    return this.status === 400 || this.status === 413 || this.status === 404 || this.status === 409;
+    return this.status === 400 || this.status === 413;
   }
 }
 

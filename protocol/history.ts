@@ -27,6 +27,16 @@ export function fixedWidthMs(i: Interval): number | null {
   return i.unit === "month" || i.unit === "year" ? null : i.count * UNIT_MS[i.unit];
 }
 
+/**
+ * Epoch ms of the first day of `month` (0-11) of `year`, UTC. Unlike `Date.UTC`, years 0-99 are
+ * taken as they are (Date.UTC maps them to 1900-1999), so huge year/month counts align on year 0.
+ */
+export function utcMonthStart(year: number, month: number): number {
+  const d = new Date(0);
+  d.setUTCFullYear(year, month, 1);
+  return d.getTime();
+}
+
 /** Start (epoch ms, UTC) of the bucket holding `ts`. Buckets are aligned to the epoch (UTC). */
 export function bucketStart(ts: number, i: Interval): number {
   const w = fixedWidthMs(i);
@@ -34,11 +44,11 @@ export function bucketStart(ts: number, i: Interval): number {
   const d = new Date(ts);
   if (i.unit === "year") {
     const y = d.getUTCFullYear();
-    return Date.UTC(y - (y % i.count), 0, 1);
+    return utcMonthStart(y - (y % i.count), 0);
   }
   const idx = d.getUTCFullYear() * 12 + d.getUTCMonth();
   const b = idx - (idx % i.count);
-  return Date.UTC(Math.floor(b / 12), b % 12, 1);
+  return utcMonthStart(Math.floor(b / 12), b % 12);
 }
 
 /** `YYYY-MM-DDTHH:MM:SS.mmm+0000`, the spec's data point time format. */

@@ -41,7 +41,7 @@ export class Activator {
       } catch (err) {
         if (signal.aborted) break;
         const e = err instanceof BlockClientError ? err : new BlockClientError(String(err), 0, { cause: err });
-        if (this.userToken && (e.unauthorized || e.rejected)) {
+        if (this.userToken && (e.unauthorized || e.rejected || e.status === 404 || e.status === 409)) {
           this.log.error({ status: e.status, err: e.message }, "direct activation refused: waiting to be claimed instead");
           this.userToken = undefined;
           continue;

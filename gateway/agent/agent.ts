@@ -265,7 +265,12 @@ export class BlockAgent extends EventEmitter {
     if (this.reachable === up) return;
     if (up && this.reachable === false) this.counters.reconnects++;
     if (!up) this.log.warn({ err: err instanceof Error ? err.message : String(err) }, "server unreachable");
-    else if (this.reachable === false) this.log.info("server reachable again");
+    else if (this.reachable === false) {
+      this.log.info("server reachable again");
+      // Whoever noticed first wakes the other out of its backoff, so recovery takes seconds, not minutes.
+      this.uplink.retryNow();
+      this.poller.retryNow();
+    }
     this.reachable = up;
     if (this.token) this.setState(up ? "online" : "offline");
   }

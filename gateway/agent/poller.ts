@@ -20,6 +20,7 @@ export class CommandPoller {
   private abort = new AbortController();
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
+  private nap: AbortController | null = null;
 
   constructor(
     private readonly client: BlockClient,
@@ -39,6 +40,18 @@ export class CommandPoller {
     this.notify();
     await this.loop;
     this.loop = null;
+  }
+
+  /** The server answered someone else (the poller or the uplink): end a backoff wait now. */
+  retryNow(): void {
+    this.nap?.abort();
+  }
+
+  private async backoffSleep(ms: number, signal: AbortSignal): Promise<void> {
+    const nap = new AbortController();
+    this.nap = nap;
+    await sleep(ms, AbortSignal.any([signal, nap.signal]));
+    this.nap = null;
   }
 
   /** A token is available again. */
@@ -72,7 +85,7 @@ export class CommandPoller {
         this.hooks.reachable(false, e);
         const delay = this.backoff.fail();
         this.log.warn({ err: e.message, delayMs: delay, attempt: this.backoff.attempts }, "commands poll failed, backing off");
-        await sleep(delay, signal);
+        await this.backoffSleep(delay, signal);
         continue;
       }
       this.backoff.succeed();

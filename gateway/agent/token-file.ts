@@ -19,8 +19,8 @@ export class FileTokenStore implements TokenStore {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
       throw err;
     }
-    // A token someone loosened the mode of is still used, but its mode is put back.
-    await chmod(this.file, 0o600);
+    // A token someone loosened the mode of is still used, but its mode is put back when we may.
+    await chmod(this.file, 0o600).catch(() => undefined);
     const token = text.trim();
     return token.length > 0 ? token : null;
   }

@@ -20,7 +20,7 @@ export interface UplinkOptions {
   batchSize?: number;
   /** Most readings sent per second while replaying a backlog; 0 = unpaced. Default 20 000. */
   ratePerSecond?: number;
-  /** Batches in flight at once while replaying a backlog. Default 2. */
+  /** Batches in flight at once while replaying a backlog. Default 4. */
   pipeline?: number;
 }
 
@@ -38,6 +38,7 @@ export interface UplinkHooks {
 
 export class Uplink {
   private wake: (() => void) | null = null;
+  private nap: AbortController | null = null;
   private abort = new AbortController();
   private loop: Promise<void> | null = null;
   private readonly backoff: Backoff;
@@ -54,7 +55,7 @@ export class Uplink {
   ) {
     this.batchSize = options.batchSize ?? 1000;
     this.ratePerSecond = options.ratePerSecond ?? 20_000;
-    this.pipeline = Math.max(1, options.pipeline ?? 2);
+    this.pipeline = Math.max(1, options.pipeline ?? 4);
     this.backoff = options.backoff ?? new Backoff();
   }
 
@@ -69,6 +70,18 @@ export class Uplink {
     this.notify();
     await this.loop;
     this.loop = null;
+  }
+
+  /** The server answered someone else (the poller or the uplink): end a backoff wait now. */
+  retryNow(): void {
+    this.nap?.abort();
+  }
+
+  private async backoffSleep(ms: number, signal: AbortSignal): Promise<void> {
+    const nap = new AbortController();
+    this.nap = nap;
+    await sleep(ms, AbortSignal.any([signal, nap.signal]));
+    this.nap = null;
   }
 
   /** New entries are waiting. */
@@ -99,7 +112,7 @@ export class Uplink {
       if (results.includes("retry")) {
         const delay = this.backoff.fail();
         this.log.debug({ delayMs: delay }, "uplink failed, backing off");
-        await sleep(delay, signal);
+        await this.backoffSleep(delay, signal);
         continue;
       }
       if (sent > 0 && this.ratePerSecond > 0 && this.outbox.stats().rows > 0) {

@@ -51,21 +51,41 @@ export class CommandSnapshot implements SnapshotSource {
 
   take(signal?: AbortSignal): Promise<Uint8Array> {
     return new Promise((resolve, reject) => {
-      // Through the shell, so the configured command may carry arguments and pipes.
-      const child = spawn("/bin/sh", ["-c", this.command], { stdio: ["ignore", "pipe", "pipe"], signal, timeout: this.timeoutMs });
+      // Through the shell, so the configured command may carry arguments and pipes; in its own
+      // process group, so a timeout kills the whole pipeline and not only the shell.
+      const child = spawn("/bin/sh", ["-c", this.command], { stdio: ["ignore", "pipe", "pipe"], detached: true });
+      const killAll = (): void => {
+        try {
+          if (child.pid) process.kill(-child.pid, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      };
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        killAll();
+      }, this.timeoutMs);
+      signal?.addEventListener("abort", killAll, { once: true });
       const chunks: Buffer[] = [];
       let size = 0;
       let stderr = "";
       child.stdout.on("data", (c: Buffer) => {
         size += c.length;
-        if (size > MAX_SNAPSHOT_BYTES) child.kill("SIGKILL");
+        if (size > MAX_SNAPSHOT_BYTES) killAll();
         else chunks.push(c);
       });
       child.stderr.on("data", (c: Buffer) => {
         stderr = (stderr + c.toString("utf8")).slice(-500);
       });
-      child.on("error", (err) => reject(new Error(`snapshot command: ${err.message}`)));
+      child.on("error", (err) => {
+        clearTimeout(timer);
+        reject(new Error(`snapshot command: ${err.message}`));
+      });
       child.on("close", (code, sig) => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", killAll);
+        if (timedOut) return reject(new Error(`snapshot command took longer than ${this.timeoutMs} ms`));
         if (size > MAX_SNAPSHOT_BYTES) return reject(new Error("snapshot command wrote over 10 MiB"));
         if (code !== 0) return reject(new Error(`snapshot command exited with ${code ?? sig}: ${stderr.trim()}`));
         try {

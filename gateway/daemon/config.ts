@@ -4,8 +4,8 @@
  * `path: message`; the result frozen. A config with any problem is refused as a whole.
  */
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { Value } from "@sinclair/typebox/value";
-import { parse as parseYaml } from "yaml";
 import { GatewayConfig } from "./config-schema.js";
 
 export class ConfigError extends Error {
@@ -59,7 +59,8 @@ function readFile(file: string): Record<string, unknown> {
   }
   let data: unknown;
   try {
-    data = /\.ya?ml$/i.test(file) ? parseYaml(text) : JSON.parse(text);
+    // The YAML parser is loaded only for YAML files (it costs several MB of a Pi's memory).
+    data = /\.ya?ml$/i.test(file) ? (createRequire(import.meta.url)("yaml") as typeof import("yaml")).parse(text) : JSON.parse(text);
   } catch (err) {
     throw new ConfigError([`${file}: not valid ${/\.ya?ml$/i.test(file) ? "YAML" : "JSON"}: ${(err as Error).message.split("\n")[0]}`]);
   }

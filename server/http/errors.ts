@@ -1,5 +1,5 @@
 /** The one place where errors become envelopes (DESIGN.md "Errors"). */
-import type { FastifyError, FastifyInstance } from "fastify";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { fail } from "../../protocol/envelope.js";
 import { ServiceError } from "../errors.js";
 
@@ -58,12 +58,34 @@ function describe(err: FastifyError): { status: number; message: string } {
   return { status: 500, message: "internal error" };
 }
 
+/** Most of a refused body that is read and thrown away so that its sender can read the answer. */
+const DRAIN_LIMIT = 16 * 1024 * 1024;
+
+/**
+ * fastify answers a body over the limit with `Connection: close` and never reads the rest. Closing
+ * a socket with unread data makes the kernel reset it, and a client still sending (any client
+ * posting a body of a few MB) fails with EPIPE/ECONNRESET instead of reading the 413. Keep the
+ * connection and discard the rest of the body instead, up to DRAIN_LIMIT bytes.
+ */
+function drainRefusedBody(request: FastifyRequest, reply: FastifyReply): void {
+  const raw = request.raw;
+  if (raw.readableEnded || typeof raw.resume !== "function") return; // inject() bodies are already read
+  reply.removeHeader("connection");
+  let drained = 0;
+  raw.on("data", (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > DRAIN_LIMIT) raw.socket?.destroy();
+  });
+  raw.resume();
+}
+
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const { status, message } = describe(err);
     if (status >= 500) request.log.error({ err }, "request failed");
     else request.log.debug({ code: err.code, status, message }, "request refused");
     if (reply.sent || reply.raw.headersSent) return;
+    if (status === 413) drainRefusedBody(request, reply);
     void reply.code(status).send(fail(message));
   });
   app.setNotFoundHandler((request, reply) => {

@@ -2,7 +2,7 @@
  * Credentials: user access tokens (query `user_access_token`), OAuth access tokens (query
  * `access_token`), block tokens and the virtual block token (header `X-Service-Token`).
  */
-import { forbidden, unauthorized } from "../errors.js";
+import { badRequest, forbidden, unauthorized } from "../errors.js";
 import type { Store, TokenKind, UserRow } from "../store/types.js";
 import { hashPassword, hashToken, newToken } from "./secrets.js";
 
@@ -28,6 +28,9 @@ export class AuthService {
 
   /** Resolves a user credential from the query; throws 401 when missing or unknown. */
   async user(query: { user_access_token?: unknown; access_token?: unknown }): Promise<UserPrincipal> {
+    if (Array.isArray(query.user_access_token) || Array.isArray(query.access_token)) {
+      throw badRequest("give user_access_token or access_token once, not several times");
+    }
     const personal = typeof query.user_access_token === "string" ? query.user_access_token : undefined;
     const oauth = typeof query.access_token === "string" ? query.access_token : undefined;
     const token = personal ?? oauth;

@@ -37,7 +37,8 @@ export class RateLimiter {
       this.buckets.set(key, { tokens: this.options.burst - 1, at: now });
       return;
     }
-    b.tokens = Math.min(this.options.burst, b.tokens + ((now - b.at) / 1000) * this.options.perSecond);
+    // A clock that steps backwards refills nothing rather than draining the bucket.
+    b.tokens = Math.min(this.options.burst, b.tokens + (Math.max(0, now - b.at) / 1000) * this.options.perSecond);
     b.at = now;
     if (b.tokens < 1) throw new ServiceError("RATE_LIMITED", "rate limit exceeded for this credential; slow down");
     b.tokens -= 1;

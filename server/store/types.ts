@@ -274,6 +274,8 @@ export interface CommandsRepo {
 
 export interface CallbacksRepo {
   get(deviceId: number): Promise<CallbackRow | null>;
+  /** The callbacks of any of these devices (one query for a batch of events). */
+  byDevices(deviceIds: number[]): Promise<CallbackRow[]>;
   set(row: CallbackRow): Promise<void>;
   remove(deviceId: number): Promise<boolean>;
 }
@@ -295,6 +297,7 @@ export interface RulesRepo {
   create(row: Omit<RuleRow, "id">): Promise<RuleRow>;
   get(id: number): Promise<RuleRow | null>;
   list(userId: number): Promise<RuleRow[]>;
+  count(userId: number): Promise<number>;
   /** Every rule of every user (the engine's index at start). */
   all(): Promise<RuleRow[]>;
   update(row: RuleRow): Promise<void>;

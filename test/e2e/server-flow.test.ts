@@ -92,4 +92,21 @@ describe("blockkit server process: activation, data, actuation", () => {
     expect(log).not.toContain(ADMIN);
     expect(log).not.toContain(token);
   });
+
+  it("over real HTTP: a 5 MB body is 413, malformed JSON 400, each with the envelope, and the server keeps serving", async () => {
+    const act = await http<{ token: string }>(user(`/block/E2EFLOW00000002/activate`));
+    const headers = { "x-service-token": act.body.token, "content-type": "application/json" };
+    // Several times: a server that closes on the unread rest of the body makes some of these
+    // fail with EPIPE/ECONNRESET instead of a readable 413.
+    const body = JSON.stringify({ G: "0", V: 0, D: 9, DA: "x".repeat(5_000_000) });
+    for (let i = 0; i < 6; i++) {
+      const big = await fetch(`${srv.baseUrl}/block/E2EFLOW00000002/data`, { method: "POST", headers, body });
+      expect(big.status).toBe(413);
+      expect(await big.json()).toEqual({ result: 0, error: "request body too large (limit 64 KiB)", id: 0 });
+    }
+    const bad = await fetch(`${srv.baseUrl}/block/E2EFLOW00000002/data`, { method: "POST", headers, body: '{"G":' });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ result: 0, id: 0, error: expect.stringMatching(/malformed JSON/) });
+    expect((await http(user("/devices"))).status).toBe(200);
+  });
 });

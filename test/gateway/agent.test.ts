@@ -82,6 +82,16 @@ describe("BlockAgent", () => {
     await waitFor("reading stored", async () => (await srv.history(`${NODE}_0_0_2000`)).length === 1);
   });
 
+  it("falls back to waiting for a claim when the user token is refused", async () => {
+    const a = agent({ userToken: "not-a-real-user-token" });
+    const activated = new Promise((r) => a.once("activated", r));
+    await a.start();
+    await waitFor("block awaiting activation", () => srv.server.services.activation.isAwaiting(NODE));
+    expect((await srv.user("POST", "/block", { nodeid: NODE })).status).toBe(200);
+    await activated;
+    expect(a.stats().activations).toBe(1);
+  });
+
   it("goes back to activation when its token is revoked, and resumes after a new claim without losing readings", async () => {
     const tokens = new MemoryTokenStore();
     const a = agent({ userToken: ADMIN, tokens });

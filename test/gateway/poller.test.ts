@@ -46,6 +46,25 @@ describe("CommandPoller", () => {
     await poller.stop();
   });
 
+  it("ends a backoff wait at once when the server is known to be back (retryNow)", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const down = (): Promise<Command[]> => Promise.reject(new BlockClientError("ECONNREFUSED", 0));
+    const { client, calls } = stubClient([down, down, down, down, down, down, down]);
+    const poller = new CommandPoller(
+      client,
+      { token: () => "t", route: async () => undefined, unauthorized: () => undefined, reachable: () => undefined },
+      pino({ level: "silent" }),
+      new Backoff({ random: () => 0.999 }),
+    );
+    poller.start();
+    await vi.advanceTimersByTimeAsync(60_000); // failures 1..6: the next wait is ~64 s
+    const before = calls.length;
+    poller.retryNow();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(calls.length).toBe(before + 1);
+    await poller.stop();
+  });
+
   it("stops polling on 401 and reports it", async () => {
     vi.useFakeTimers({ now: 0 });
     let token: string | null = "t";

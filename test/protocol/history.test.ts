@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { bucketStart, fixedWidthMs, formatPointTime, type Interval, numericValue, parseInterval } from "../../protocol/history.js";
+import { bucketStart, fixedWidthMs, formatPointTime, type Interval, numericValue, parseInterval, utcMonthStart } from "../../protocol/history.js";
 
 const pad = (n: number, w = 2): string => String(n).padStart(w, "0");
 
@@ -77,6 +77,17 @@ describe("history intervals", () => {
     expect(bucketStart(t, { count: 10, unit: "year" })).toBe(Date.UTC(2020, 0, 1));
     expect(bucketStart(t, { count: 1, unit: "day" })).toBe(Date.UTC(2024, 1, 29));
     expect(bucketStart(t, { count: 6, unit: "hour" })).toBe(Date.UTC(2024, 1, 29, 18));
+  });
+});
+
+describe("buckets wider than the calendar so far", () => {
+  it("align on year 0, not on 1900", () => {
+    const t = Date.UTC(2024, 6, 1);
+    const year0 = new Date("0000-01-01T00:00:00.000Z").getTime();
+    expect(bucketStart(t, { count: 5000, unit: "year" })).toBe(year0);
+    expect(bucketStart(t, { count: 30000, unit: "month" })).toBe(year0);
+    expect(formatPointTime(year0)).toBe("0000-01-01T00:00:00.000+0000");
+    expect(utcMonthStart(99, 11)).toBe(new Date("0099-12-01T00:00:00.000Z").getTime());
   });
 });
 

@@ -94,6 +94,12 @@ describe("bad input", () => {
     expectRefused(await q("from=2000&to=1000"), 400, /from \(2000\) is after to \(1000\)/);
   });
 
+  it("a heartbeat of more than 1000 readings is 400; an empty one too", async () => {
+    const many = Array.from({ length: 1001 }, () => ({ G: "0", V: 0, D: 9, DA: "1" }));
+    expectRefused(await asBlock(t, NODE, bt, "heartbeat", many), 400, /body must NOT have more than 1000 items/);
+    expectRefused(await asBlock(t, NODE, bt, "heartbeat", []), 400, /body must NOT have fewer than 1 items/);
+  });
+
   it("bodies over 64 KiB are 413", async () => {
     expectRefused(await asBlock(t, NODE, bt, "data", { ...good, DA: "x".repeat(70_000) }), 413, /64 KiB/);
     const many = Array.from({ length: 1000 }, (_, i) => ({ ...good, DA: String(i), name: "n".repeat(60) }));

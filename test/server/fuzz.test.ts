@@ -129,7 +129,7 @@ describe("random requests against every route", () => {
         const res = await t.api({ method, url: `${path}?${q.toString()}`, headers, ...(r.body === undefined ? {} : { payload: r.body }) });
         checkAnswer(res.statusCode, res.headers["content-type"] as string | undefined, res.body, method);
       }),
-      { numRuns: 400 },
+      { numRuns: 250 },
     );
     // Still serving.
     expect((await t.api({ method: "GET", url: `/devices?user_access_token=${t.token}` })).statusCode).toBe(200);

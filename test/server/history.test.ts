@@ -11,7 +11,8 @@ const GUID = `${NODE}_0_0_2000`; // sandbox: time series, any DA
 const NOW = Date.UTC(2024, 5, 15, 12, 34, 56, 789);
 const DAY = 86_400_000;
 const FNS = ["mean", "sum", "min", "max", "stddev", "ss", "count"] as const;
-const INTERVALS = ["1min", "30min", "1hour", "6hour", "1day", "7day", "1month", "3month", "1year", "2year"];
+// The last two are wider than the years since year 0: one bucket starting 0000-01-01.
+const INTERVALS = ["1min", "30min", "1hour", "6hour", "1day", "7day", "1month", "3month", "1year", "2year", "5000year", "30000month"];
 
 interface Reading {
   ts: number;
@@ -41,16 +42,23 @@ function makeReadings(): Reading[] {
   return out;
 }
 
+/** The first of a month in UTC, with years 0-99 as they are (Date.UTC would make them 19xx). */
+function monthStart(year: number, month: number): number {
+  const d = new Date(0);
+  d.setUTCFullYear(year, month, 1);
+  return d.getTime();
+}
+
 function bucketOf(ts: number, interval: string): number {
   const m = /^(\d+)(min|hour|day|month|year)$/.exec(interval) as RegExpExecArray;
   const n = Number(m[1]);
   const unit = m[2] as string;
   const d = new Date(ts);
-  if (unit === "year") return Date.UTC(d.getUTCFullYear() - (d.getUTCFullYear() % n), 0, 1);
+  if (unit === "year") return monthStart(d.getUTCFullYear() - (d.getUTCFullYear() % n), 0);
   if (unit === "month") {
     const months = d.getUTCFullYear() * 12 + d.getUTCMonth();
     const start = months - (months % n);
-    return Date.UTC(Math.floor(start / 12), start % 12, 1);
+    return monthStart(Math.floor(start / 12), start % 12);
   }
   const width = n * { min: 60_000, hour: 3_600_000, day: DAY }[unit as "min" | "hour" | "day"];
   return Math.floor(ts / width) * width;
@@ -167,6 +175,23 @@ describe("device history", () => {
     expect(onlyTo.body.data.map((p) => p.t)).toEqual(dayBefore.map((r) => iso(r.ts)));
     const onlyFrom = await data(`?from=${NOW - 2 * DAY}`);
     expect(onlyFrom.body.data).toHaveLength(readings.filter((r) => r.ts >= NOW - 2 * DAY && r.ts <= NOW).length);
+  });
+
+  it("a raw answer holds at most 100,000 readings; a larger range asks for an interval", async () => {
+    const bt = await t.activate(NODE);
+    const guid = `${NODE}_0_0_10`;
+    const base = NOW - 500_000;
+    await asBlock(t, NODE, bt, "data", { G: "0", V: 0, D: 10, DA: "0", TIMESTAMP: base });
+    // 100,000 more readings straight into the SQLite table (through the API this would take seconds).
+    const db = (t.server.services.store as unknown as { db: import("better-sqlite3").Database }).db;
+    db.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000)
+       INSERT INTO readings (device_id, ts, num, da) SELECT (SELECT id FROM devices WHERE guid = ?), ? + i, i % 7, CAST(i % 7 AS TEXT) FROM n`,
+    ).run(guid, base);
+    const q = (query: string) => asUser<{ data: { t: string; v: number }[] }>(t, "GET", `/device/${guid}/data?${query}`);
+    expectRefused(await q(`from=${base}&to=${NOW}`), 400, /100001 readings/, /interval/);
+    const folded = await q(`from=${base}&to=${NOW}&interval=1year&fn=count`);
+    expect(folded.body.data).toEqual([{ t: iso(Date.UTC(2024, 0, 1)), v: 100_001 }]);
   });
 
   it("refuses from after to, unknown units and unknown fns, naming them", async () => {

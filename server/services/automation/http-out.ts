@@ -37,23 +37,34 @@ export async function send(
   contentType: string,
   o: OutgoingOptions,
 ): Promise<OutgoingResult> {
-  const signals = [AbortSignal.timeout(o.timeoutMs)];
-  if (o.signal) signals.push(o.signal);
+  // One controller per request rather than AbortSignal.any() over a long-lived signal, which on
+  // Node 20 keeps every derived signal alive as long as the parent (nodejs/node#48951).
+  const ac = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    ac.abort();
+  }, o.timeoutMs);
+  const onAbort = (): void => ac.abort();
+  o.signal?.addEventListener("abort", onAbort, { once: true });
   try {
     const res = await request(url, {
       method,
       body,
       headers: { "content-type": contentType, ...o.headers },
       dispatcher: o.dispatcher,
-      signal: AbortSignal.any(signals),
+      signal: ac.signal,
       headersTimeout: o.timeoutMs,
       bodyTimeout: o.timeoutMs,
     });
     await res.body.dump();
     return { status: res.statusCode };
   } catch (err) {
-    const reason = err instanceof Error && err.name === "TimeoutError" ? `no answer within ${o.timeoutMs} ms` : (err as Error).message;
+    const reason = timedOut ? `no answer within ${o.timeoutMs} ms` : (err as Error).message;
     throw new OutgoingError(`${method} ${redactTarget(url)} failed: ${reason}`, null, { cause: err });
+  } finally {
+    clearTimeout(timer);
+    o.signal?.removeEventListener("abort", onAbort);
   }
 }
 

@@ -67,7 +67,7 @@ export class Automation {
       device: (userId, guid) => core.devices.owned(userId, guid),
     };
     this.engine = new RuleEngine(core.store, core.bus, deps, core.log.child({ module: "srv:rules" }), options.rules, core.clock);
-    this.rules = new RuleService(core.store, this.engine, core.clock);
+    this.rules = new RuleService(core.store, this.engine, core.clock, options.rules?.maxRulesPerUser);
     core.devices.setSubDeviceView(this.subdevices.view);
     core.commands.addInterceptor(this.actuators.intercept);
     core.ingest.onCommitted(this.subdevices.onCommitted);

@@ -110,6 +110,7 @@ export function rulesRepo(db: Database): RulesRepo {
   const get = db.prepare("SELECT * FROM rules WHERE id = ?");
   const list = db.prepare("SELECT * FROM rules WHERE user_id = ? ORDER BY id");
   const all = db.prepare("SELECT * FROM rules ORDER BY id");
+  const count = db.prepare("SELECT count(*) FROM rules WHERE user_id = ?").pluck();
   const update = db.prepare(
     `UPDATE rules SET short_name = @short_name, preconditions = @preconditions, actions = @actions,
      timeout = @timeout WHERE id = @id`,
@@ -141,6 +142,9 @@ export function rulesRepo(db: Database): RulesRepo {
     },
     async list(userId) {
       return list.all(userId) as RuleRow[];
+    },
+    async count(userId) {
+      return count.get(userId) as number;
     },
     async all() {
       return all.all() as RuleRow[];

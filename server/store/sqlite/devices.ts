@@ -173,6 +173,14 @@ export function callbacksRepo(db: Database): CallbacksRepo {
     async get(deviceId) {
       return (get.get(deviceId) as CallbackRow | undefined) ?? null;
     },
+    async byDevices(deviceIds) {
+      const out: CallbackRow[] = [];
+      for (let i = 0; i < deviceIds.length; i += 500) {
+        const chunk = deviceIds.slice(i, i + 500);
+        out.push(...(db.prepare(`SELECT * FROM callbacks WHERE device_id IN (${chunk.map(() => "?").join(",")})`).all(...chunk) as CallbackRow[]));
+      }
+      return out;
+    },
     async set(row) {
       set.run(row);
     },

@@ -4,7 +4,7 @@
  */
 import type { Database } from "better-sqlite3";
 import type { FoldFn } from "../../../protocol/history.js";
-import { fixedWidthMs } from "../../../protocol/history.js";
+import { fixedWidthMs, utcMonthStart } from "../../../protocol/history.js";
 import type { HistoryPoint, HistoryQuery, HistoryRepo } from "../types.js";
 
 const AGG: Record<FoldFn, string> = {
@@ -81,10 +81,10 @@ export function historyRepo(db: Database): HistoryRepo {
       const n = q.interval.count;
       if (q.interval.unit === "year") {
         const rows = foldStatement("year", q.fn).all({ ...args, n }) as { b: number; v: number }[];
-        return rows.map((r) => ({ t: Date.UTC(r.b, 0, 1), v: r.v }));
+        return rows.map((r) => ({ t: utcMonthStart(r.b, 0), v: r.v }));
       }
       const rows = foldStatement("month", q.fn).all({ ...args, n }) as { b: number; v: number }[];
-      return rows.map((r) => ({ t: Date.UTC(Math.floor(r.b / 12), r.b % 12, 1), v: r.v }));
+      return rows.map((r) => ({ t: utcMonthStart(Math.floor(r.b / 12), r.b % 12), v: r.v }));
     },
   };
 }

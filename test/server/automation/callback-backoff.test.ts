@@ -29,7 +29,7 @@ describe("callback retry schedule", () => {
   it("tries 7 times over about a minute with doubling waits, then gives up", async () => {
     vi.useFakeTimers();
     const row: CallbackRow = { device_id: 7, url: "http://receiver.test/cb", secret: "s", created: 0 };
-    const store = { callbacks: { get: async () => row } } as unknown as Store;
+    const store = { callbacks: { get: async () => row, byDevices: async () => [row] } } as unknown as Store;
     const agent = new MockAgent();
     agent.disableNetConnect();
     const attempts: number[] = [];

@@ -118,3 +118,26 @@ describe("rules CRUD", () => {
     expect((await t.api({ method: "GET", url: `/rule/abc?${q()}` })).statusCode).toBe(400);
   });
 });
+
+describe("rules per user", () => {
+  let t: TestServer;
+  afterAll(async () => {
+    await t.close();
+  });
+  it("refuses a rule beyond the per-user limit with a 409", async () => {
+    t = await startTestServer({ automation: { rules: { maxRulesPerUser: 1 } } });
+    const bt = await t.activate(NODE);
+    for (const D of [5, 1002]) {
+      await t.api({ method: "POST", url: `/block/${NODE}/data`, headers: { "x-service-token": bt }, payload: { G: "0", V: 0, D, DA: "0" } });
+    }
+    const body = {
+      shortName: "r",
+      preconditions: [{ handler: "serviceChange", params: { guid: BUTTON, to: "1" } }],
+      actions: [{ handler: "serviceSendCommand", params: { guid: RELAY, da: "1" } }],
+    };
+    expect((await t.api({ method: "POST", url: `/rule?user_access_token=${t.token}`, payload: body })).statusCode).toBe(200);
+    const second = await t.api({ method: "POST", url: `/rule?user_access_token=${t.token}`, payload: body });
+    expect(second.statusCode).toBe(409);
+    expect((second.json() as Env).error).toContain("the most allowed");
+  });
+});

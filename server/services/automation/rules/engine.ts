@@ -6,6 +6,7 @@
  * its actions run in order and a failing one stops the run. Each run is recorded (short history).
  */
 import { randomUUID } from "node:crypto";
+import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
 import type { RuleHandler, RuleRunJson } from "../../../../protocol/automation.js";
 import type { Bus } from "../../../bus/types.js";
@@ -20,6 +21,8 @@ export interface RuleEngineOptions {
   historyKeep?: number;
   /** Firings waiting behind a running one, per rule; more are dropped. Default 16. */
   maxPending?: number;
+  /** Rules one user may have. Default 10 000. */
+  maxRulesPerUser?: number;
 }
 
 /** Bus channel announcing a changed rule id, so that every process's index follows CRUD. */
@@ -66,6 +69,8 @@ export class RuleEngine {
     private readonly clock: () => number = Date.now,
   ) {
     this.values = new DeviceValues(store);
+    // Every run in flight (sleeps, snapshot waits) listens to the one stop signal.
+    setMaxListeners(0, this.abort.signal);
     this.historyKeep = options.historyKeep ?? 20;
     this.maxPending = options.maxPending ?? 16;
   }

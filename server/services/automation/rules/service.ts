@@ -1,6 +1,6 @@
 /** Rules as the user API shows them: CRUD, suspend/unsuspend, and the run history of one rule. */
 import type { RuleBody, RuleJson, RuleRunJson } from "../../../../protocol/automation.js";
-import { notFound } from "../../../errors.js";
+import { conflict, notFound } from "../../../errors.js";
 import type { RuleRow, Store } from "../../../store/types.js";
 import type { RuleEngine } from "./engine.js";
 import { validateRule } from "./validate.js";
@@ -22,6 +22,7 @@ export class RuleService {
     private readonly store: Store,
     private readonly engine: RuleEngine,
     private readonly clock: () => number = Date.now,
+    private readonly maxRulesPerUser = 10_000,
   ) {}
 
   /** This process's engine is updated before the answer; the others hear of it on the Bus. */
@@ -45,6 +46,9 @@ export class RuleService {
 
   async create(userId: number, body: RuleBody): Promise<number> {
     const v = await validateRule(body, this.lookup(userId));
+    if ((await this.store.rules.count(userId)) >= this.maxRulesPerUser) {
+      throw conflict(`you have ${this.maxRulesPerUser} rules, the most allowed: delete some first`);
+    }
     const row = await this.store.rules.create({
       user_id: userId,
       short_name: v.shortName,
