@@ -11,8 +11,8 @@
  *    fleet size and rate, to the same sink.
  * 3. The same fleet shape against the real server (1 000 blocks by default): who limits the run.
  *
- * Env: BENCH_SIM_SINK (block count against the sink, default 10000), BENCH_SIM_STEPS (block counts
- * against the server, comma-separated, default 1000), BENCH_SIM_SECONDS (measured seconds, default 6).
+ * Env: BENCH_SIM_SINK (block count against the sink, default 10000; 0 skips), BENCH_SIM_STEPS (block
+ * counts against the server, comma-separated, default 1000; empty skips), BENCH_SIM_SECONDS (measured seconds, default 6).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -28,7 +28,7 @@ const RUNNER = "../dist/simulator/runner.js";
 const { SimRunner } = (await import(RUNNER)) as typeof import("../simulator/runner.js");
 const TOKEN = "bench-admin-token-0123456789";
 const SINK = Number(process.env.BENCH_SIM_SINK ?? 10_000);
-const STEPS = (process.env.BENCH_SIM_STEPS ?? "1000").split(",").map(Number);
+const STEPS = (process.env.BENCH_SIM_STEPS ?? "1000").split(",").map(Number).filter((n) => n > 0);
 const SECONDS = Number(process.env.BENCH_SIM_SECONDS ?? 6);
 
 function scenario(blocks: number, seed: number, perSecond: number) {
@@ -111,12 +111,11 @@ async function bareLoop(baseUrl: string, blocks: number): Promise<number> {
   return (cpu.user + cpu.system) / n;
 }
 
-async function main(): Promise<void> {
-  process.stdout.write(`machine: ${machine()}\n`);
+async function againstSink(): Promise<void> {
   const sink = await startBare("bench/fixtures/block-sink.ts");
   try {
     const sinkUrl = `http://127.0.0.1:${sink.port}/rest/v0`;
-    const sim = await capacity("simulator against a protocol sink", sinkUrl, SINK, 1, 2000);
+    const sim = await capacity("simulator against a protocol sink", sinkUrl, SINK, 1, 1000);
     const bare = await bareLoop(sinkUrl, SINK);
     process.stdout.write(`\noverhead per event at ${SINK} blocks × 1/s (same sink):\n`);
     figure("  bare HTTP loop CPU", bare, "µs/event");
@@ -124,6 +123,12 @@ async function main(): Promise<void> {
   } finally {
     await sink.stop();
   }
+}
+
+async function main(): Promise<void> {
+  process.stdout.write(`machine: ${machine()}\n`);
+  if (SINK > 0) await againstSink();
+  if (STEPS.length === 0) return;
   const dir = mkdtempSync(join(tmpdir(), "blockkit-bench-sim-"));
   const server = await startServer(dir, TOKEN);
   try {

@@ -23,7 +23,9 @@ export function registerReplay(sim: Command): void {
     .option("--speed <x>", "pace multiplier (2 = twice as fast)", positiveNumber, 1)
     .option("--instant", "send every frame at once instead of at the recorded pace")
     .option("--report <file>", "write the JSON result to FILE")
-    .action(async (file: string, flags: ReplayFlags) => {
+    .action(async (file: string, _local: ReplayFlags, command: Command) => {
+      // `sim` declares --server/--stream/--token too; commander gives them to the parent, so read both.
+      const flags = command.optsWithGlobals<ReplayFlags>();
       const { server, token } = target(flags);
       if (!isNodeId(flags.nodeId)) {
         process.stderr.write(`blockkit sim replay: --node-id "${flags.nodeId}" is not 12-64 letters and digits\n`);

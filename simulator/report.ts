@@ -134,7 +134,8 @@ export function buildReport(i: ReportInput): Report {
     },
   };
   const thresholds = checkThresholds(i.scenario.thresholds, metricTable(base));
-  return { ...base, thresholds, passed: thresholds.every((t) => t.passed) };
+  // A run in which no block could activate tested nothing, whatever the thresholds say.
+  return { ...base, thresholds, passed: i.blocks.activated > 0 && thresholds.every((t) => t.passed) };
 }
 
 export function writeReport(path: string, report: Report): void {
@@ -152,6 +153,7 @@ export function summaryLines(r: Report): string[] {
     `${lat("callback delivery", r.latency_ms.callback)}, ${r.counts.callbacks_received} deliveries on ${r.counts.callback_devices} devices`,
     `simulator: CPU ${r.simulator.cpu_percent}% (max ${r.simulator.cpu_percent_max}%, ${r.simulator.cpu_us_per_event ?? "-"} µs/event), loop delay p99 ${r.simulator.loop_delay_p99_ms} ms; bottleneck: ${r.simulator.bottleneck} (${r.simulator.reason})`,
   ];
+  if (r.blocks.activated === 0) lines.push("FAIL: no block activated (is the server reachable, and the token a user access token?)");
   for (const t of r.thresholds) lines.push(`threshold ${t.passed ? "ok  " : "FAIL"} ${t.text} (actual ${t.actual ?? "no data"})`);
   return lines;
 }

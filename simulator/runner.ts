@@ -112,7 +112,13 @@ export class SimRunner {
     const ended = new Promise<void>((resolve) => {
       this.endRequested = resolve;
     });
-    await Promise.race([this.fleet.rampDone, ended]);
+    // A ramp held up by activations that do not come (server unreachable, token refused) must not
+    // hold the run forever: measure with the blocks that made it.
+    const rampLimitMs = Math.max(30_000, (3000 * s.blocks.count) / s.ramp_up.blocks_per_s);
+    await Promise.race([this.fleet.rampDone, ended, this.wait(rampLimitMs)]);
+    if (this.fleet.running < this.fleet.planned && this.phase === "ramping") {
+      this.log.add("warn", `ramp-up incomplete after ${rampLimitMs / 1000} s: ${this.fleet.running} of ${this.fleet.planned} blocks started, ${this.fleet.activated} activated`);
+    }
     if (this.phase === "ramping" && s.warmup_s > 0) {
       this.phase = "warmup";
       await Promise.race([this.wait(s.warmup_s * 1000), ended]);

@@ -159,6 +159,8 @@ export class VirtualBlock implements CommandTarget {
   private reportInitial(): void {
     const initial: Reading[] = [];
     for (const d of this.devices.values()) {
+      // A camera announces itself (a PLUGIN config event) so the server knows it before a snapshot request.
+      if (d.kind === "camera") initial.push({ G: d.G, V: d.V, D: d.D, DA: "PLUGIN", kind: "config" });
       const v = d.gen.initial();
       if (v !== null && d.last === null) {
         d.last = v;

@@ -125,6 +125,28 @@ describe("blockkit sim against a real server", () => {
     expect((JSON.parse(readFileSync(reportFile, "utf8")) as Report).passed).toBe(false);
   });
 
+  it("replays a gateway recording as a block (blockkit sim replay)", { timeout: 30_000 }, async () => {
+    const file = join(dir, "frames.jsonl");
+    const t = Date.now() - 60_000;
+    writeFileSync(
+      file,
+      [
+        { t, link: "serial", frame: '{"DEVICE":[{"G":"0","V":0,"D":9,"DA":"19.5"}]}' },
+        { t: t + 10, link: "serial", frame: '{"DEVICE":[{"G":"0","V":0,"D":9,"DA":"19.6"}]}' },
+        { t: t + 20, link: "mqtt", topic: "blockkit/2_0_5/data", frame: "1" },
+        { t: t + 30, link: "serial", frame: "garbage" },
+      ]
+        .map((l) => JSON.stringify(l))
+        .join("\n"),
+    );
+    const out = join(dir, "replay.json");
+    const run = await sim(["replay", file, "--server", baseUrl, "--token", TOKEN, "--node-id", "REPLAYCLI0001", "--speed", "10", "--report", out]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/skipped line 4: /);
+    expect(JSON.parse(readFileSync(out, "utf8"))).toMatchObject({ nodeId: "REPLAYCLI0001", sent: 3, acked: 3, errors: 0 });
+    expect((await api.history("REPLAYCLI0001_0_0_9", { from: 0 })).map((p) => p.v)).toEqual([19.5, 19.6]);
+  });
+
   it("refuses a bad scenario with every problem by path (exit 2)", async () => {
     const scenario = join(dir, "bad.yaml");
     writeFileSync(scenario, "devices:\n  - type: toaster\n  - type: relay\n    generator: { kind: sine }\nthresholds: ['p99 < 1']\n");

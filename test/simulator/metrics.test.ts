@@ -102,7 +102,11 @@ describe("report", () => {
     const r2 = buildReport({ ...input(3), scenario: validateScenario({ devices: [{ type: "relay" }], thresholds: ["errors == 0"] }) });
     expect(r2.passed).toBe(false);
     expect(r2.errors_by_kind).toEqual({ poll_network: 3 });
-    expect(buildReport({ ...input(0), scenario: validateScenario({ devices: [{ type: "relay" }], thresholds: ["errors == 0"] }) }).passed).toBe(true);
+    const ok = { ...input(0), scenario: validateScenario({ devices: [{ type: "relay" }], thresholds: ["errors == 0"] }) };
+    expect(buildReport(ok).passed).toBe(true);
+    const none = buildReport({ ...ok, blocks: { planned: 1, activated: 0, failed: 1 } });
+    expect(none.passed).toBe(false);
+    expect(summaryLines(none).join("\n")).toContain("FAIL: no block activated");
   });
 
   it("names the simulator as the bottleneck when its CPU is saturated", () => {
