@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { BlockJson, RuleJson } from "../../protocol/api-types.js";
 import { BlockClient } from "../../protocol/block-client.js";
 import { type Live, lines, startLive } from "./helpers.js";
@@ -39,13 +39,12 @@ describe("blockkit blocks", () => {
   it("claims a block that waits for activation: the block then gets its token", async () => {
     const client = new BlockClient({ baseUrl: live.urls.baseUrl, nodeId: "CLICLAIM0001", holdTimeoutMs: 10_000 });
     try {
+      const early = await live.run(["blocks", "claim", "CLICLAIM0001"]);
+      expect(early.code).toBe(1);
+      expect(early.stderr).toMatch(/^blockkit: 404 .*not awaiting activation/);
       const activation = client.activate();
-      // The claim is refused until the block has asked; retry within a bound while its request arrives.
-      let claim = await live.run(["blocks", "claim", "CLICLAIM0001"]);
-      for (let i = 0; claim.code !== 0 && i < 50; i++) {
-        await new Promise((r) => setTimeout(r, 20));
-        claim = await live.run(["blocks", "claim", "CLICLAIM0001"]);
-      }
+      await vi.waitFor(() => expect(live.server.services.activation.isAwaiting("CLICLAIM0001")).toBe(true), { timeout: 5_000, interval: 10 });
+      const claim = await live.run(["blocks", "claim", "CLICLAIM0001"]);
       expect(claim, claim.stderr).toEqual({ code: 0, stdout: "claimed CLICLAIM0001\n", stderr: "" });
       expect(await activation).toMatch(/\S{16,}/);
     } finally {
