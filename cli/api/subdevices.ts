@@ -56,8 +56,9 @@ export function registerSubdevices(program: Command, io: CliIO): void {
     apiAction(io, async (ctx, id: string, sub: string, flags: SubFlags) => {
       const b = body(flags);
       if (Object.keys(b).length === 0) throw new CliError("give at least one of --category, --type, --name, --data, --url");
-      await ctx.client.updateSubdevice(id, sub, b);
-      ctx.done(`updated sub-device ${sub} of ${id}`);
+      const r = await ctx.client.updateSubdevice(id, sub, b);
+      const line = `updated sub-device ${sub} of ${id}`;
+      ctx.print(r.token === undefined ? null : r, () => (r.token === undefined ? [line] : [line, `token ${r.token}`]));
     }),
   );
   subs

@@ -1,9 +1,11 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ApiClient } from "../../protocol/api-client.js";
 import type { CallbackJson, DataPoint, DeviceJson } from "../../protocol/api-types.js";
-import { type Live, type TestBlock, lines, startLive } from "./helpers.js";
+import { type Live, TOKEN, type TestBlock, lines, startLive } from "./helpers.js";
 
 describe("blockkit subdevices, callbacks and camera", () => {
   let live: Live;
@@ -45,6 +47,26 @@ describe("blockkit subdevices, callbacks and camera", () => {
     expect(after.subDevices).toEqual({});
   });
 
+  it("prints a webhook sensor's tickle token on add and on an update that makes one; the token counts", async () => {
+    const res = await request(`${live.urls.authUrl}/auth/webhook?user_access_token=${TOKEN}`);
+    const hooks = ((await res.body.json()) as { data: { guid: string } }).data.guid;
+    const bell = await live.run(["subdevices", "add", hooks, "--category", "webhook", "--type", "sensor", "--name", "Bell", "--json"]);
+    expect(bell.code, bell.stderr).toBe(0);
+    expect((JSON.parse(bell.stdout) as { token: string }).token.length).toBeGreaterThan(30);
+
+    const lamp = await live.run(["subdevices", "add", hooks, "--category", "webhook", "--type", "actuator", "--name", "Lamp", "--url", "http://127.0.0.1:9/lamp"]);
+    expect(lines(lamp.stdout)).toHaveLength(1);
+    const id = lamp.stdout.trim();
+    const update = await live.run(["subdevices", "update", hooks, id, "--type", "sensor"]);
+    expect(update.code, update.stderr).toBe(0);
+    const [done, tokenLine] = lines(update.stdout);
+    expect(done).toBe(`updated sub-device ${id} of ${hooks}`);
+    const token = /^token (\S+)$/.exec(tokenLine ?? "")?.[1] as string;
+    await new ApiClient({ baseUrl: live.urls.baseUrl, token: TOKEN }).tickle(hooks, id, token);
+    const counts = await live.run(["subdevices", "data", hooks, id, "--json"]);
+    expect((JSON.parse(counts.stdout) as DataPoint[]).length).toBe(1);
+  });
+
   it("refuses incomplete or malformed sub-device arguments with exit code 2", async () => {
     const cases: [string[], RegExp][] = [
       [["subdevices", "add", rf, "--category", "rf", "--type", "sensor"], /give --category, --type and --name/],
@@ -58,9 +80,9 @@ describe("blockkit subdevices, callbacks and camera", () => {
       expect(r.code, args.join(" ")).toBe(2);
       expect(r.stderr).toMatch(message);
     }
-    const refused = await live.run(["subdevices", "add", rf, "--category", "webhook", "--type", "sensor", "--name", "Hook"]);
+    const refused = await live.run(["subdevices", "add", "CLISUBDEV001_0_0_77", "--category", "rf", "--type", "sensor", "--name", "Ghost"]);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/^blockkit: 409 .*Webhooks device/);
+    expect(refused.stderr).toMatch(/^blockkit: 404 \S/);
   });
 
   it("sets, shows and removes a device's callback", async () => {
