@@ -2,6 +2,12 @@
 /** `blockkit`: one command line for the server, the gateway, the simulator and the API. */
 import { runCli } from "./program.js";
 
+// `blockkit devices | head -1`: the reader went away; that is the end of the output, not a crash.
+process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+  if (err.code === "EPIPE") process.exit(0);
+  throw err;
+});
+
 runCli(process.argv).then(
   (code) => {
     // Success leaves long-running commands (server, gateway) running; a failure ends the process.
