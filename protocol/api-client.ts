@@ -161,8 +161,9 @@ export class ApiClient {
   async addSubdevice(guid: string, body: SubDeviceCreate): Promise<{ id: string; token?: string }> {
     return this.data("POST", `/device/${enc(guid)}/subdevice`, body);
   }
-  updateSubdevice(guid: string, id: string, body: Partial<SubDeviceCreate>): Promise<void> {
-    return this.done("PUT", `/device/${enc(guid)}/subdevice/${enc(id)}`, body);
+  /** Resolves with `{token}` when the change made it a webhook sensor (its new tickle token, shown only here). */
+  async updateSubdevice(guid: string, id: string, body: Partial<SubDeviceCreate>): Promise<{ token?: string }> {
+    return (await this.data<{ token?: string } | undefined>("PUT", `/device/${enc(guid)}/subdevice/${enc(id)}`, body)) ?? {};
   }
   removeSubdevice(guid: string, id: string): Promise<void> {
     return this.done("DELETE", `/device/${enc(guid)}/subdevice/${enc(id)}`);

@@ -1,0 +1,123 @@
+/** `blockkit devices` (list) and `blockkit device show|set|rm|heartbeat|data GUID`. */
+import type { Command } from "commander";
+import type { DataPoint, DeviceJson, HistoryParams } from "../../protocol/api-types.js";
+import { foldFn, guid, interval, moment } from "./args.js";
+import { type ApiContext, CliError, type CliIO, apiAction, apiOptions, table, when } from "./context.js";
+
+function lastData(d: DeviceJson): { value: string; time: string } {
+  const last = d.last_data as { DA?: string | number; timestamp?: number };
+  return { value: last.DA === undefined ? "-" : String(last.DA), time: when(last.timestamp) };
+}
+
+export function deviceLines(id: string, d: DeviceJson): string[] {
+  const last = lastData(d);
+  const subs = Object.entries(d.subDevices ?? {});
+  return [
+    `guid        ${id}`,
+    `name        ${d.shortName || d.default_name}`,
+    `type        ${d.device_type} (${[d.is_sensor ? "sensor" : "", d.is_actuator ? "actuator" : ""].filter(Boolean).join(", ") || "-"})`,
+    `block       ${d.node}`,
+    `last value  ${last.value} at ${last.time}`,
+    ...subs.map(([sid, s]) => `subdevice   ${sid}  ${s.category} ${s.type}  ${s.shortName}${s.data === undefined ? "" : `  data=${s.data}`}`),
+  ];
+}
+
+export function pointLines(points: DataPoint[]): string[] {
+  return points.length === 0 ? ["(no data)"] : table(["TIME", "VALUE"], points.map((p) => [p.t, String(p.v)]));
+}
+
+interface HistoryFlags {
+  from?: number;
+  to?: number;
+  interval?: string;
+  fn?: HistoryParams["fn"];
+}
+
+/** Adds --from/--to/--interval (and --fn when asked) to a history command. */
+export function historyOptions(cmd: Command, withFn: boolean): Command {
+  cmd
+    .option("--from <time>", "start, epoch ms or ISO 8601", moment)
+    .option("--to <time>", "end, epoch ms or ISO 8601", moment)
+    .option("--interval <interval>", "bucket width, e.g. 1hour, 15min, 1day", interval);
+  if (withFn) cmd.option("--fn <fn>", "folding function of each bucket: mean, sum, min, max, stddev, ss, count", foldFn);
+  return cmd;
+}
+
+export function historyParams(flags: HistoryFlags): HistoryParams {
+  if (flags.from !== undefined && flags.to !== undefined && flags.from > flags.to) {
+    throw new CliError("--from is after --to");
+  }
+  return { from: flags.from, to: flags.to, interval: flags.interval, fn: flags.fn };
+}
+
+export function registerDevices(program: Command, io: CliIO): void {
+  apiOptions(program.command("devices").description("list your devices: GUID, type, name, last value and its time")).action(
+    apiAction(io, async (ctx: ApiContext) => {
+      const devices = await ctx.client.devices();
+      ctx.print(devices, () => {
+        const rows = Object.entries(devices)
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([id, d]) => {
+            const last = lastData(d);
+            return [id, d.device_type, d.shortName || d.default_name, last.value, last.time];
+          });
+        return rows.length === 0 ? ["(no devices)"] : table(["GUID", "TYPE", "NAME", "LAST", "TIME"], rows);
+      });
+    }),
+  );
+
+  const device = apiOptions(program.command("device").description("show, command, rename or remove one device"));
+  device
+    .command("show")
+    .description("a device's fields, last value and sub-devices")
+    .argument("<guid>", "device GUID", guid)
+    .action(
+      apiAction(io, async (ctx, id: string) => {
+        const d = await ctx.client.device(id);
+        ctx.print(d, () => deviceLines(id, d));
+      }),
+    );
+  device
+    .command("set")
+    .description("send a command (--da) and/or rename (--name) a device")
+    .argument("<guid>", "device GUID", guid)
+    .option("--da <value>", "the command value (DA) to send to the device")
+    .option("--name <name>", "the device's new name")
+    .action(
+      apiAction(io, async (ctx, id: string, flags: { da?: string; name?: string }) => {
+        if (flags.da === undefined && flags.name === undefined) throw new CliError("give --da VALUE and/or --name NAME");
+        if (flags.name !== undefined && flags.name.trim() === "") throw new CliError("--name is empty");
+        await ctx.client.updateDevice(id, { DA: flags.da, shortName: flags.name });
+        ctx.done([flags.da === undefined ? "" : `sent ${flags.da} to ${id}`, flags.name === undefined ? "" : `renamed ${id} to ${flags.name}`].filter(Boolean).join("; "));
+      }),
+    );
+  device
+    .command("rm")
+    .description("remove a device and its history")
+    .argument("<guid>", "device GUID", guid)
+    .action(
+      apiAction(io, async (ctx, id: string) => {
+        await ctx.client.deleteDevice(id);
+        ctx.done(`removed ${id}`);
+      }),
+    );
+  device
+    .command("heartbeat")
+    .description("the device's last heartbeat")
+    .argument("<guid>", "device GUID", guid)
+    .action(
+      apiAction(io, async (ctx, id: string) => {
+        const hb = await ctx.client.heartbeat(id);
+        ctx.print(hb, () => [`${hb.GUID}  ${String(hb.DA)}  ${when(hb.timestamp)}`]);
+      }),
+    );
+  historyOptions(
+    device.command("data").description("the device's history, raw or folded per --interval").argument("<guid>", "device GUID", guid),
+    true,
+  ).action(
+    apiAction(io, async (ctx, id: string, flags: HistoryFlags) => {
+      const points = await ctx.client.history(id, historyParams(flags));
+      ctx.print(points, () => pointLines(points));
+    }),
+  );
+}

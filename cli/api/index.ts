@@ -1,0 +1,18 @@
+/** The API commands of `blockkit` (DESIGN.md "Interfaces"): one module per command group. */
+import type { Command } from "commander";
+import { registerBlocks } from "./blocks.js";
+import { registerCallbacks } from "./callbacks.js";
+import { registerCamera } from "./camera.js";
+import type { CliIO } from "./context.js";
+import { registerDevices } from "./devices.js";
+import { registerRules } from "./rules.js";
+import { registerSubdevices } from "./subdevices.js";
+
+export function registerApi(program: Command, io: CliIO): void {
+  registerDevices(program, io);
+  registerBlocks(program, io);
+  registerRules(program, io);
+  registerSubdevices(program, io);
+  registerCallbacks(program, io);
+  registerCamera(program, io);
+}
