@@ -2,8 +2,6 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { isNodeId } from "../protocol/guid.js";
-import { parseRecording } from "../simulator/replay.js";
-import { playRecording } from "../simulator/replay-player.js";
 import { positiveNumber } from "./options.js";
 import { addTargetOptions, restRoot, target } from "./sim-target.js";
 
@@ -24,6 +22,9 @@ export function registerReplay(sim: Command): void {
     .option("--instant", "send every frame at once instead of at the recorded pace")
     .option("--report <file>", "write the JSON result to FILE")
     .action(async (file: string, _local: ReplayFlags, command: Command) => {
+      // Loaded on use: the simulator is not part of other commands' memory.
+      const { parseRecording } = await import("../simulator/replay.js");
+      const { playRecording } = await import("../simulator/replay-player.js");
       // `sim` declares --server/--stream/--token too; commander gives them to the parent, so read both.
       const flags = command.optsWithGlobals<ReplayFlags>();
       const { server, token } = target(flags);
