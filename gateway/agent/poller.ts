@@ -7,7 +7,8 @@
 import type { Logger } from "pino";
 import { type BlockClient, BlockClientError } from "../../protocol/block-client.js";
 import type { Command } from "../../protocol/payloads.js";
-import { Backoff, sleep } from "./backoff.js";
+import { Backoff } from "./backoff.js";
+import { AgentLoop } from "./loop.js";
 
 export interface PollerHooks {
   token(): string | null;
@@ -16,60 +17,22 @@ export interface PollerHooks {
   reachable(up: boolean, err?: unknown): void;
 }
 
-export class CommandPoller {
-  private abort = new AbortController();
-  private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
-  private nap: AbortController | null = null;
-
+export class CommandPoller extends AgentLoop {
   constructor(
     private readonly client: BlockClient,
     private readonly hooks: PollerHooks,
     private readonly log: Logger,
     readonly backoff: Backoff = new Backoff(),
-  ) {}
-
-  start(): void {
-    if (this.loop) return;
-    this.abort = new AbortController();
-    this.loop = this.run();
+  ) {
+    super();
   }
 
-  async stop(): Promise<void> {
-    this.abort.abort();
-    this.notify();
-    await this.loop;
-    this.loop = null;
-  }
-
-  /** The server answered someone else (the poller or the uplink): end a backoff wait now. */
-  retryNow(): void {
-    this.nap?.abort();
-  }
-
-  private async backoffSleep(ms: number, signal: AbortSignal): Promise<void> {
-    const nap = new AbortController();
-    this.nap = nap;
-    await sleep(ms, AbortSignal.any([signal, nap.signal]));
-    this.nap = null;
-  }
-
-  /** A token is available again. */
-  notify(): void {
-    const w = this.wake;
-    this.wake = null;
-    w?.();
-  }
-
-  private async run(): Promise<void> {
+  protected async run(): Promise<void> {
     const signal = this.abort.signal;
     while (!signal.aborted) {
       const token = this.hooks.token();
       if (!token) {
-        await new Promise<void>((resolve) => {
-          this.wake = resolve;
-          if (signal.aborted) resolve();
-        });
+        await this.idle(signal);
         continue;
       }
       let commands: Command[];

@@ -10,6 +10,7 @@ import type { Logger } from "pino";
 import { type BlockClient, BlockClientError, type WireReading } from "../../protocol/block-client.js";
 import { MIN_TIMESTAMP } from "../../protocol/payloads.js";
 import { Backoff, sleep } from "./backoff.js";
+import { AgentLoop } from "./loop.js";
 import type { Outbox, OutboxEntry } from "./types.js";
 
 /** The server's JSON body limit is 64 KiB: a heartbeat array stays under this many bytes. */
@@ -36,11 +37,7 @@ export interface UplinkHooks {
   reachable(up: boolean, err?: unknown): void;
 }
 
-export class Uplink {
-  private wake: (() => void) | null = null;
-  private nap: AbortController | null = null;
-  private abort = new AbortController();
-  private loop: Promise<void> | null = null;
+export class Uplink extends AgentLoop {
   private readonly backoff: Backoff;
   private readonly batchSize: number;
   private readonly ratePerSecond: number;
@@ -53,54 +50,20 @@ export class Uplink {
     private readonly log: Logger,
     options: UplinkOptions & { backoff?: Backoff } = {},
   ) {
+    super();
     this.batchSize = options.batchSize ?? 1000;
     this.ratePerSecond = options.ratePerSecond ?? 20_000;
     this.pipeline = Math.max(1, options.pipeline ?? 4);
     this.backoff = options.backoff ?? new Backoff();
   }
 
-  start(): void {
-    if (this.loop) return;
-    this.abort = new AbortController();
-    this.loop = this.run();
-  }
-
-  async stop(): Promise<void> {
-    this.abort.abort();
-    this.notify();
-    await this.loop;
-    this.loop = null;
-  }
-
-  /** The server answered someone else (the poller or the uplink): end a backoff wait now. */
-  retryNow(): void {
-    this.nap?.abort();
-  }
-
-  private async backoffSleep(ms: number, signal: AbortSignal): Promise<void> {
-    const nap = new AbortController();
-    this.nap = nap;
-    await sleep(ms, AbortSignal.any([signal, nap.signal]));
-    this.nap = null;
-  }
-
-  /** New entries are waiting. */
-  notify(): void {
-    const w = this.wake;
-    this.wake = null;
-    w?.();
-  }
-
-  private async run(): Promise<void> {
+  protected async run(): Promise<void> {
     const signal = this.abort.signal;
     while (!signal.aborted) {
       const token = this.hooks.token();
       const batch = token ? this.outbox.peek(this.batchSize * this.pipeline) : [];
       if (!token || batch.length === 0) {
-        await new Promise<void>((resolve) => {
-          this.wake = resolve;
-          if (signal.aborted) resolve();
-        });
+        await this.idle(signal);
         continue;
       }
       const started = Date.now();

@@ -118,13 +118,20 @@ export function eventsRepo(db: Database, cache: StoreCache): EventsRepo {
       if (!isConfig) insertReading.run(deviceId, e.ts, e.num, e.DA);
       results.push({ deviceId, created: found === undefined, duplicate: false });
     }
-    for (const [node, userId] of nodes) touchBlock.run(node, userId, node, now, now);
+    // last_active is kept to the second: a block posting many readings a second is touched once.
+    for (const [node, userId] of nodes) if (cache.shouldTouch(node, now)) touchBlock.run(node, userId, node, now, now);
     return results;
   });
 
   return {
     async commit(batch) {
-      const results = commitTx(batch);
+      let results: IngestResult[];
+      try {
+        results = commitTx(batch);
+      } catch (err) {
+        cache.touched.clear(); // the touches of a rolled-back batch did not happen
+        throw err;
+      }
       // Remembered only after the transaction committed, so a rolled-back insert is never cached.
       batch.forEach((e, i) => {
         const r = results[i];
