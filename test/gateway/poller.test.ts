@@ -1,4 +1,4 @@
-/** The command poller's backoff on failures (fake timers, a stub client) and its reset after health. */
+/** The command poller's backoff on failures (fake timers, a scripted client) and its reset after health. */
 import pino from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { Backoff } from "../../gateway/agent/backoff.js";
@@ -8,7 +8,7 @@ import type { Command } from "../../protocol/payloads.js";
 
 afterEach(() => vi.useRealTimers());
 
-function stubClient(answers: (() => Promise<Command[]>)[]): { client: BlockClient; calls: number[] } {
+function scriptedClient(answers: (() => Promise<Command[]>)[]): { client: BlockClient; calls: number[] } {
   const calls: number[] = [];
   const client = {
     nodeId: "STUBNODE00001",
@@ -27,7 +27,7 @@ describe("CommandPoller", () => {
     vi.useFakeTimers({ now: 0 });
     const down = (): Promise<Command[]> => Promise.reject(new BlockClientError("ECONNREFUSED", 0));
     const cmd = (DA: string): Command => ({ G: "1", V: 0, D: 1002, DA, GUID: "" });
-    const { client, calls } = stubClient([down, down, down, down, () => Promise.resolve([cmd("a"), cmd("b")])]);
+    const { client, calls } = scriptedClient([down, down, down, down, () => Promise.resolve([cmd("a"), cmd("b")])]);
     const routed: string[] = [];
     const up: boolean[] = [];
     const poller = new CommandPoller(
@@ -49,7 +49,7 @@ describe("CommandPoller", () => {
   it("ends a backoff wait at once when the server is known to be back (retryNow)", async () => {
     vi.useFakeTimers({ now: 0 });
     const down = (): Promise<Command[]> => Promise.reject(new BlockClientError("ECONNREFUSED", 0));
-    const { client, calls } = stubClient([down, down, down, down, down, down, down]);
+    const { client, calls } = scriptedClient([down, down, down, down, down, down, down]);
     const poller = new CommandPoller(
       client,
       { token: () => "t", route: async () => undefined, unauthorized: () => undefined, reachable: () => undefined },
@@ -68,7 +68,7 @@ describe("CommandPoller", () => {
   it("stops polling on 401 and reports it", async () => {
     vi.useFakeTimers({ now: 0 });
     let token: string | null = "t";
-    const { client, calls } = stubClient([() => Promise.reject(new BlockClientError("revoked", 401))]);
+    const { client, calls } = scriptedClient([() => Promise.reject(new BlockClientError("revoked", 401))]);
     const revoked: number[] = [];
     const poller = new CommandPoller(
       client,
