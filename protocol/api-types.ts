@@ -1,4 +1,15 @@
 /** Response and request shapes of the user-side API (spec "Resources and their fields"). */
+import type { CallbackPayload, RuleJson as AutomationRuleJson, RuleRunJson, SubDeviceJson } from "./automation.js";
+
+export type {
+  RuleBody,
+  RuleHandler,
+  RuleRunJson,
+  SubDeviceCategory,
+  SubDeviceCreate,
+  SubDeviceJson,
+  SubDeviceType,
+} from "./automation.js";
 
 export interface DeviceJson {
   guid?: string;
@@ -17,16 +28,17 @@ export interface DeviceJson {
   has_subdevice_count: number;
   meta: Record<string, unknown>;
   subDevices: Record<string, SubDeviceJson>;
-  last_data: { DA: string | number; timestamp: number } | Record<string, never>;
+  /** Both null until the device has reported a value (a device created by a config event). */
+  last_data: { DA: string | number | null; timestamp: number | null };
 }
 
 export interface HeartbeatRecord {
   G: string;
   V: number;
   D: number;
-  DA: string | number;
+  DA: string | number | null;
   GUID: string;
-  timestamp: number;
+  timestamp: number | null;
   node: string;
 }
 
@@ -52,58 +64,13 @@ export interface CallbackJson {
   secret?: string;
 }
 
-export type SubDeviceCategory = "rf" | "webhook" | "sms";
-export type SubDeviceType = "actuator" | "sensor";
-
-export interface SubDeviceJson {
-  category: SubDeviceCategory;
-  type: SubDeviceType;
-  shortName: string;
-  data?: string;
-  url?: string;
-}
-
-export interface SubDeviceCreate {
-  category: SubDeviceCategory;
-  type: SubDeviceType;
-  shortName: string;
-  data?: string;
-  url?: string;
-}
-
 export interface BlockJson {
   date_created: number;
   last_active: number;
   short_name: string;
 }
 
-export interface RuleHandler {
-  handler: string;
-  params: Record<string, unknown>;
-}
-
-export interface RuleBody {
-  shortName: string;
-  preconditions: RuleHandler[];
-  actions: RuleHandler[];
-  /** Seconds before the rule can fire again. */
-  timeout?: number;
-}
-
-export interface RuleJson extends RuleBody {
-  rid: number | string;
-  timeout: number;
-  store: Record<string, unknown>;
-  suspended: boolean;
-}
-
+/** GET /rule/:rid adds the rule's recent runs. */
+export type RuleJson = AutomationRuleJson & { history?: RuleRunJson[] };
 /** The body the service POSTs to a callback URL (DESIGN.md "Callbacks"). */
-export interface CallbackDelivery {
-  GUID: string;
-  G: string;
-  V: number;
-  D: number;
-  DA: string | number;
-  timestamp: number;
-  node: string;
-}
+export type CallbackDelivery = CallbackPayload;

@@ -50,9 +50,12 @@ export const SubDeviceDataQuery = Type.Object(
 );
 
 /** A sub-device as shown inside a device's `subDevices` (never its token). */
+export type SubDeviceCategory = (typeof SUBDEVICE_CATEGORIES)[number];
+export type SubDeviceType = (typeof SUBDEVICE_TYPES)[number];
+
 export interface SubDeviceJson {
-  category: string;
-  type: string;
+  category: SubDeviceCategory;
+  type: SubDeviceType;
   shortName: string;
   data: string;
   url?: string;

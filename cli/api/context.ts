@@ -89,7 +89,7 @@ export function apiAction<A extends unknown[]>(
 }
 
 /** Epoch ms as ISO text, or "-" when absent. */
-export function when(ms: number | undefined): string {
+export function when(ms: number | null | undefined): string {
   return typeof ms === "number" && Number.isFinite(ms) ? new Date(ms).toISOString() : "-";
 }
 

@@ -1,42 +1,13 @@
 /** Devices as the user API shows them, with ownership checks. */
+import type { DeviceJson, HeartbeatRecord, SubDeviceJson } from "../../protocol/api-types.js";
 import { cssClass, deviceType } from "../../protocol/device-types.js";
 import { numericValue } from "../../protocol/history.js";
 import { badRequest, notFound } from "../errors.js";
 import type { DeviceRow, Store } from "../store/types.js";
 import type { CommandHub } from "./commands.js";
 
-export interface DeviceJson {
-  guid?: string;
-  vid: string;
-  did: string;
-  gid: string;
-  node: string;
-  device_type: string;
-  default_name: string;
-  shortName: string;
-  css_class: string;
-  is_sensor: 0 | 1;
-  is_actuator: 0 | 1;
-  is_silent: 0 | 1;
-  has_time_series: 0 | 1;
-  has_subdevice_count: number;
-  meta: Record<string, unknown>;
-  subDevices: Record<string, unknown>;
-  last_data: { DA: number | string | null; timestamp: number | null };
-}
-
-export interface HeartbeatJson {
-  G: string;
-  V: number;
-  D: number;
-  DA: number | string | null;
-  GUID: string;
-  timestamp: number | null;
-  node: string;
-}
-
 /** Adds the sub-devices of devices to their JSON (the automation layer provides it). */
-export type SubDeviceView = (deviceIds: number[]) => Promise<Map<number, Record<string, unknown>>>;
+export type SubDeviceView = (deviceIds: number[]) => Promise<Map<number, Record<string, SubDeviceJson>>>;
 
 /** DA as shown to users: a number for numeric device types when it parses as one. */
 export function shownDA(row: Pick<DeviceRow, "v" | "d" | "last_da">): number | string | null {
@@ -73,7 +44,7 @@ export class DeviceService {
     return row;
   }
 
-  toJson(row: DeviceRow, subDevices: Record<string, unknown> = {}, withGuid = true): DeviceJson {
+  toJson(row: DeviceRow, subDevices: Record<string, SubDeviceJson> = {}, withGuid = true): DeviceJson {
     const t = deviceType(row.v, row.d);
     const json: DeviceJson = {
       vid: String(row.v),
@@ -110,7 +81,7 @@ export class DeviceService {
     return this.toJson(row, subs.get(row.id) ?? {});
   }
 
-  async heartbeat(userId: number, guid: string): Promise<HeartbeatJson> {
+  async heartbeat(userId: number, guid: string): Promise<HeartbeatRecord> {
     const row = await this.owned(userId, guid);
     return { G: row.g, V: row.v, D: row.d, DA: shownDA(row), GUID: row.guid, timestamp: row.last_ts, node: row.node_id };
   }

@@ -11,7 +11,7 @@ afterEach(() => vi.useRealTimers());
 function scriptedClient(answers: (() => Promise<Command[]>)[]): { client: BlockClient; calls: number[] } {
   const calls: number[] = [];
   const client = {
-    nodeId: "STUBNODE00001",
+    nodeId: "POLLNODE00001",
     commands: (_token: string, signal?: AbortSignal) => {
       calls.push(Date.now());
       const next = answers.shift();

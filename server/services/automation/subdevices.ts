@@ -68,8 +68,8 @@ export class SubDeviceService {
   ) {}
 
   /** Fills `subDevices` of device JSON (installed with DeviceService.setSubDeviceView). */
-  readonly view = async (deviceIds: number[]): Promise<Map<number, Record<string, unknown>>> => {
-    const out = new Map<number, Record<string, unknown>>();
+  readonly view = async (deviceIds: number[]): Promise<Map<number, Record<string, SubDeviceJson>>> => {
+    const out = new Map<number, Record<string, SubDeviceJson>>();
     for (const row of await this.store.subdevices.byDevices(deviceIds)) {
       let subs = out.get(row.device_id);
       if (!subs) out.set(row.device_id, (subs = {}));
