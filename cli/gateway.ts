@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import pino from "pino";
 import type { GatewayFlags } from "../gateway/daemon/config.js";
 import { logLevel, port, positiveInt, url } from "./options.js";
+import { stopOnSignals } from "./signals.js";
 
 interface Flags extends GatewayFlags {
   config?: string;
@@ -48,18 +49,7 @@ export function registerGateway(program: Command): void {
       }
       const logger = pino({ level: config.logLevel, base: { name: "blockkit-gateway" } }, pino.destination(2));
       const gateway = new Gateway(config, { logger });
-      const onSignal = (signal: string): void => {
-        logger.info({ signal }, "stopping");
-        gateway.stop().then(
-          () => process.exit(0),
-          (err: unknown) => {
-            logger.error({ err }, "stopping failed");
-            process.exit(1);
-          },
-        );
-      };
-      process.once("SIGINT", onSignal);
-      process.once("SIGTERM", onSignal);
+      stopOnSignals(logger, () => gateway.stop());
       await gateway.start();
       const health = gateway.health ? ` health http://${config.health.host}:${gateway.health.port}` : "";
       process.stdout.write(`blockkit gateway ready node ${config.nodeId}${health}\n`);

@@ -2,6 +2,7 @@
 import type { Command } from "commander";
 import pino from "pino";
 import { dbUrl, logLevel, port, positiveNumber, url, userName } from "./options.js";
+import { stopOnSignals } from "./signals.js";
 
 interface ServerFlags {
   host: string;
@@ -45,18 +46,7 @@ export function registerServer(program: Command): void {
         pollHoldSeconds: flags.pollHold,
         logger,
       });
-      const onSignal = (signal: string): void => {
-        logger.info({ signal }, "stopping");
-        server.stop().then(
-          () => process.exit(0),
-          (err: unknown) => {
-            logger.error({ err }, "stopping failed");
-            process.exit(1);
-          },
-        );
-      };
-      process.once("SIGINT", onSignal);
-      process.once("SIGTERM", onSignal);
+      stopOnSignals(logger, () => server.stop());
       const started = await server.start();
       const out = [
         "blockkit server ready",

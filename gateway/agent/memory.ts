@@ -16,6 +16,9 @@ export function entryBytes(e: NewOutboxEntry): number {
   return e.G.length + e.DA.length + (e.value?.length ?? 0) + e.key.length;
 }
 
+/** Hears which entries were acknowledged and when (the simulator times ingest with it). */
+export type AckListener = (entries: OutboxEntry[], now: number) => void;
+
 export class MemoryOutbox implements Outbox {
   private entries: OutboxEntry[] = [];
   private head = 0;
@@ -24,7 +27,11 @@ export class MemoryOutbox implements Outbox {
   private dropped = 0;
   private readonly limits: OutboxLimits;
 
-  constructor(limits: Partial<OutboxLimits> = {}) {
+  constructor(
+    limits: Partial<OutboxLimits> = {},
+    private readonly onAck?: AckListener,
+    private readonly clock: () => number = Date.now,
+  ) {
     this.limits = { ...DEFAULT_OUTBOX_LIMITS, ...limits };
   }
 
@@ -49,23 +56,33 @@ export class MemoryOutbox implements Outbox {
 
   ack(ids: number[]): void {
     const gone = new Set(ids);
+    const acked: OutboxEntry[] = [];
     // Acknowledged entries are almost always the oldest ones: shift them off cheaply.
     while (this.size() > 0 && gone.has((this.entries[this.head] as OutboxEntry).id)) {
-      gone.delete((this.entries[this.head] as OutboxEntry).id);
-      this.bytes -= entryBytes(this.entries[this.head] as OutboxEntry);
-      this.head++;
+      const e = this.entries[this.head] as OutboxEntry;
+      gone.delete(e.id);
+      acked.push(e);
+      this.shift();
     }
     if (gone.size > 0) {
       const keep: OutboxEntry[] = [];
       for (let i = this.head; i < this.entries.length; i++) {
         const e = this.entries[i] as OutboxEntry;
-        if (gone.has(e.id)) this.bytes -= entryBytes(e);
-        else keep.push(e);
+        if (gone.has(e.id)) {
+          acked.push(e);
+          this.bytes -= entryBytes(e);
+        } else keep.push(e);
       }
       this.entries = keep;
       this.head = 0;
     }
     this.compact();
+    if (this.onAck && acked.length > 0) this.onAck(acked, this.clock());
+  }
+
+  /** Entries waiting to be acknowledged. */
+  get rows(): number {
+    return this.size();
   }
 
   expire(now: number): number {
@@ -87,6 +104,7 @@ export class MemoryOutbox implements Outbox {
   close(): void {
     this.entries = [];
     this.head = 0;
+    this.bytes = 0;
   }
 
   private size(): number {
@@ -107,12 +125,17 @@ export class MemoryOutbox implements Outbox {
 }
 
 export class MemoryTokenStore implements TokenStore {
-  constructor(private token: string | null = null) {}
+  constructor(
+    private token: string | null = null,
+    /** Hears each saved token (an activation). */
+    private readonly saved: (token: string) => void = () => {},
+  ) {}
   load(): Promise<string | null> {
     return Promise.resolve(this.token);
   }
   save(token: string): Promise<void> {
     this.token = token;
+    this.saved(token);
     return Promise.resolve();
   }
   clear(): Promise<void> {
