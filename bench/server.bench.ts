@@ -73,7 +73,7 @@ async function ingest(): Promise<void> {
     }
     await srv.stop();
     const db = new Database(join(dir, "blockkit.db"), { readonly: true });
-    const stored = db.prepare("SELECT count(*) FROM readings").pluck().get() as number;
+    const stored = db.prepare("SELECT (SELECT count(*) FROM readings) + (SELECT count(*) FROM readings_staged)").pluck().get() as number;
     db.close();
     const bk = rounds.reduce((a, r) => a + r.bk, 0) / rounds.length;
     const bareRps = rounds.reduce((a, r) => a + r.bare, 0) / rounds.length;

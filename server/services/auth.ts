@@ -62,6 +62,18 @@ export class AuthService {
     return { userId: row.user_id, nodeId: pathNodeId, virtual: true, tokenHash: hash };
   }
 
+  /**
+   * The principal of a block token for its own node when the token is in the store's read cache,
+   * synchronously; undefined in every other case (not cached, unknown, another node, the virtual
+   * block token), which the caller answers through the full path of block().
+   */
+  cachedBlock(token: string, pathNodeId: string): BlockPrincipal | undefined {
+    const hash = hashToken(token);
+    const row = this.store.tokens.peek(hash);
+    if (!row || row.kind !== "block" || row.node_id !== pathNodeId) return undefined;
+    return { userId: row.user_id, nodeId: pathNodeId, virtual: false, tokenHash: hash };
+  }
+
   /** Creates a user with a personal access token (given, or random) and returns both. */
   async createUser(name: string, opts: { password?: string; token?: string } = {}): Promise<{ user: UserRow; token: string }> {
     const passwordHash = opts.password ? await hashPassword(opts.password) : null;

@@ -30,18 +30,24 @@ export class RateLimiter {
 
   /** Takes one request from the key's bucket; throws 429 when it is empty. */
   take(key: string): void {
-    if (this.options.perSecond <= 0) return;
+    if (!this.tryTake(key)) throw new ServiceError("RATE_LIMITED", "rate limit exceeded for this credential; slow down");
+  }
+
+  /** Takes one request from the key's bucket; false (and nothing taken) when it is empty. */
+  tryTake(key: string): boolean {
+    if (this.options.perSecond <= 0) return true;
     const now = this.clock();
     const b = this.buckets.get(key);
     if (!b) {
       this.buckets.set(key, { tokens: this.options.burst - 1, at: now });
-      return;
+      return true;
     }
     // A clock that steps backwards refills nothing rather than draining the bucket.
     b.tokens = Math.min(this.options.burst, b.tokens + (Math.max(0, now - b.at) / 1000) * this.options.perSecond);
     b.at = now;
-    if (b.tokens < 1) throw new ServiceError("RATE_LIMITED", "rate limit exceeded for this credential; slow down");
+    if (b.tokens < 1) return false;
     b.tokens -= 1;
+    return true;
   }
 
   private prune(): void {

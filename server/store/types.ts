@@ -166,6 +166,8 @@ export interface UsersRepo {
 export interface TokensRepo {
   put(row: TokenRow): Promise<void>;
   find(hash: string): Promise<TokenRow | null>;
+  /** The row when it is in the store's read cache, without I/O; undefined when not cached. */
+  peek(hash: string): TokenRow | undefined;
   /** Deletes every token matching all given fields; returns how many. */
   revoke(match: Partial<Pick<TokenRow, "user_id" | "kind" | "node_id" | "client_id" | "hash">>): Promise<number>;
   list(match: Partial<Pick<TokenRow, "user_id" | "kind" | "node_id" | "client_id">>): Promise<TokenRow[]>;
@@ -254,7 +256,11 @@ export interface DevicesRepo {
 }
 
 export interface EventsRepo {
-  /** Commits a batch in one durable transaction. Results are in the batch's order. */
+  /**
+   * Commits a batch in one durable transaction; resolves once it is durable. Results are in the
+   * batch's order. May be called again before the previous call settled: batches are applied in
+   * call order and settle in that order.
+   */
   commit(batch: IngestEvent[]): Promise<IngestResult[]>;
   /** Forgets idempotency keys older than `before` (epoch ms). */
   pruneKeys(before: number): Promise<number>;

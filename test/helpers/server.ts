@@ -9,6 +9,8 @@ import { BlockkitServer, type ServerOptions } from "../../server/controller.js";
 export interface TestServer {
   server: BlockkitServer;
   dir: string;
+  /** The REST root when started with `listen` (real HTTP on loopback), else undefined. */
+  baseUrl: string | undefined;
   /** The first user's personal access token. */
   token: string;
   /** inject() against the API app, with `/rest/v0` prefixed to paths that start with `/` but not `/auth` or `/oauth`. */
@@ -22,7 +24,7 @@ export interface TestServer {
 
 export const rest = (path: string): string => (path.startsWith("/rest/") ? path : `/rest/v0${path}`);
 
-export async function startTestServer(options: ServerOptions = {}): Promise<TestServer> {
+export async function startTestServer(options: ServerOptions = {}, how: { listen?: boolean } = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), "blockkit-test-"));
   const server = new BlockkitServer({
     dataDir: dir,
@@ -31,9 +33,12 @@ export async function startTestServer(options: ServerOptions = {}): Promise<Test
     pollHoldSeconds: 2,
     ...options,
   });
-  await server.init();
+  let baseUrl: string | undefined;
+  if (how.listen) baseUrl = (await server.start()).baseUrl;
+  else await server.init();
   const t: TestServer = {
     server,
+    baseUrl,
     dir,
     token: "admin-token-0123456789",
     api: (opts) => server.api.inject({ ...opts, url: rest(opts.url) }),

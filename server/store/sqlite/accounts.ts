@@ -2,6 +2,7 @@
 import type { Database } from "better-sqlite3";
 import type { BlockRow, BlocksRepo, TokenRow, TokensRepo, UserRow, UsersRepo } from "../types.js";
 import type { StoreCache } from "./cache.js";
+import type { ReadingsStaging } from "./staging.js";
 
 export function usersRepo(db: Database): UsersRepo {
   const insert = db.prepare("INSERT INTO users (name, password_hash, created) VALUES (?, ?, ?) RETURNING *");
@@ -51,6 +52,9 @@ export function tokensRepo(db: Database, cache: StoreCache): TokensRepo {
     async put(row) {
       insert.run(row);
     },
+    peek(hash) {
+      return cache.tokens.get(hash);
+    },
     async find(hash) {
       const cached = cache.tokens.get(hash);
       if (cached) return cached;
@@ -70,7 +74,7 @@ export function tokensRepo(db: Database, cache: StoreCache): TokensRepo {
   };
 }
 
-export function blocksRepo(db: Database, cache: StoreCache): BlocksRepo {
+export function blocksRepo(db: Database, cache: StoreCache, staging: ReadingsStaging): BlocksRepo {
   const get = db.prepare("SELECT * FROM blocks WHERE node_id = ?");
   const list = db.prepare("SELECT * FROM blocks WHERE user_id = ? ORDER BY date_created, node_id");
   const claim = db.prepare(`
@@ -103,6 +107,7 @@ export function blocksRepo(db: Database, cache: StoreCache): BlocksRepo {
       setPending.run(pendingUntil, nodeId);
     },
     async remove(nodeId) {
+      staging.flush();
       removeAll(nodeId);
       cache.forgetTokens();
       cache.forgetDevices();

@@ -12,8 +12,10 @@ import type {
   IngestResult,
 } from "../types.js";
 import type { StoreCache } from "./cache.js";
+import type { ReadingsStaging } from "./staging.js";
+import type { WalSync } from "./wal-sync.js";
 
-export function devicesRepo(db: Database, cache: StoreCache): DevicesRepo {
+export function devicesRepo(db: Database, cache: StoreCache, staging: ReadingsStaging): DevicesRepo {
   const list = db.prepare("SELECT * FROM devices WHERE user_id = ? ORDER BY id");
   const byGuid = db.prepare("SELECT * FROM devices WHERE guid = ?");
   const setShortName = db.prepare("UPDATE devices SET short_name = ? WHERE id = ?");
@@ -38,6 +40,7 @@ export function devicesRepo(db: Database, cache: StoreCache): DevicesRepo {
       setMeta.run(meta, id);
     },
     async remove(id) {
+      staging.flush();
       remove(id);
       cache.forgetDevices();
     },
@@ -62,7 +65,7 @@ export function applyConfig(metaText: string, e: IngestEvent): string {
   return JSON.stringify(meta);
 }
 
-export function eventsRepo(db: Database, cache: StoreCache): EventsRepo {
+export function eventsRepo(db: Database, cache: StoreCache, walSync: WalSync, staging: ReadingsStaging): EventsRepo {
   const seenKey = db.prepare("INSERT OR IGNORE INTO event_keys (node_id, key, ts) VALUES (?, ?, ?)");
   const findDevice = db.prepare("SELECT id FROM devices WHERE guid = ?").pluck();
   const deviceMeta = db.prepare("SELECT meta FROM devices WHERE id = ?").pluck();
@@ -74,7 +77,6 @@ export function eventsRepo(db: Database, cache: StoreCache): EventsRepo {
     "UPDATE devices SET last_da = ?, last_ts = ? WHERE id = ? AND (last_ts IS NULL OR last_ts <= ?)",
   );
   const updateMeta = db.prepare("UPDATE devices SET meta = ? WHERE id = ?");
-  const insertReading = db.prepare("INSERT INTO readings (device_id, ts, num, da) VALUES (?, ?, ?, ?)");
   const touchBlock = db.prepare(`
     INSERT INTO blocks (node_id, user_id, short_name, date_created, last_active)
     VALUES (?, ?, ?, ?, ?)
@@ -115,7 +117,7 @@ export function eventsRepo(db: Database, cache: StoreCache): EventsRepo {
           }) as { id: number }
         ).id;
       }
-      if (!isConfig) insertReading.run(deviceId, e.ts, e.num, e.DA);
+      if (!isConfig) staging.add(deviceId, e.ts, e.num, e.DA);
       results.push({ deviceId, created: found === undefined, duplicate: false });
     }
     // last_active is kept to the second: a block posting many readings a second is touched once.
@@ -126,17 +128,28 @@ export function eventsRepo(db: Database, cache: StoreCache): EventsRepo {
   return {
     async commit(batch) {
       let results: IngestResult[];
+      // NORMAL: the commit writes the WAL without flushing it; durable() flushes it off the event
+      // loop before the batch is acknowledged. Every other transaction keeps FULL.
+      if (walSync.enabled) db.exec("PRAGMA synchronous = NORMAL");
       try {
         results = commitTx(batch);
       } catch (err) {
         cache.touched.clear(); // the touches of a rolled-back batch did not happen
         throw err;
+      } finally {
+        if (walSync.enabled) db.exec("PRAGMA synchronous = FULL");
       }
       // Remembered only after the transaction committed, so a rolled-back insert is never cached.
+      let staged = 0;
       batch.forEach((e, i) => {
         const r = results[i];
-        if (r && !r.duplicate) cache.rememberDevice(e.guid, r.deviceId);
+        if (r && !r.duplicate) {
+          cache.rememberDevice(e.guid, r.deviceId);
+          if (e.kind !== "config") staged++;
+        }
       });
+      staging.committed(staged);
+      await walSync.durable();
       return results;
     },
     async pruneKeys(before) {

@@ -6,6 +6,7 @@ import type { Database } from "better-sqlite3";
 import type { FoldFn } from "../../../protocol/history.js";
 import { fixedWidthMs, utcMonthStart } from "../../../protocol/history.js";
 import type { HistoryPoint, HistoryQuery, HistoryRepo } from "../types.js";
+import type { ReadingsStaging } from "./staging.js";
 
 const AGG: Record<FoldFn, string> = {
   mean: "avg(num)",
@@ -35,7 +36,7 @@ export function registerFunctions(db: Database): void {
   });
 }
 
-export function historyRepo(db: Database): HistoryRepo {
+export function historyRepo(db: Database, staging: ReadingsStaging): HistoryRepo {
   const count = db
     .prepare("SELECT count(*) FROM readings WHERE device_id = ? AND ts >= ? AND ts <= ?")
     .pluck();
@@ -65,9 +66,11 @@ export function historyRepo(db: Database): HistoryRepo {
 
   return {
     async count(deviceId, from, to) {
+      staging.flush();
       return count.get(deviceId, from, to) as number;
     },
     async query(deviceId: number, q: HistoryQuery): Promise<HistoryPoint[]> {
+      staging.flush();
       if (q.interval === null) {
         const rows = raw.all(deviceId, q.from, q.to) as { ts: number; num: number | null; da: string }[];
         return rows.map((r) => ({ t: r.ts, v: r.num ?? r.da }));

@@ -1,6 +1,7 @@
 /**
  * The embedded store: one SQLite file in WAL mode with `synchronous=FULL`, so that a committed
- * transaction survives a process kill and a power cut.
+ * transaction survives a process kill and a power cut. The ingest transaction reaches the same
+ * durability with its fsync off the event loop (wal-sync.ts).
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -14,6 +15,8 @@ import { callbacksRepo, commandsRepo, devicesRepo, eventsRepo } from "./devices.
 import { historyRepo, registerFunctions } from "./history.js";
 import { keysRepo, oauthAppsRepo, oauthCodesRepo, sessionsRepo } from "./accounts-web.js";
 import { MIGRATIONS, type Migration } from "./migrations.js";
+import { ReadingsStaging } from "./staging.js";
+import { WalSync } from "./wal-sync.js";
 
 export interface SqliteStoreOptions {
   /** Directory that holds `blockkit.db`; created when missing. Use `:memory:` for a throwaway store. */
@@ -47,13 +50,15 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
   } catch (err) {
     throw unavailable(`cannot open the SQLite store at ${file}: ${(err as Error).message}`, err);
   }
-  db.pragma("journal_mode = WAL");
+  const journal = db.pragma("journal_mode = WAL", { simple: true }) as string;
   db.pragma("synchronous = FULL");
   db.pragma("foreign_keys = ON");
   db.pragma("busy_timeout = 5000");
   registerFunctions(db);
   migrate(db);
   const cache = new StoreCache();
+  const staging = new ReadingsStaging(db);
+  const walSync = new WalSync(file !== ":memory:" && journal === "wal" ? `${file}-wal` : null);
   return {
     kind: "sqlite",
     db,
@@ -63,16 +68,17 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
     keys: keysRepo(db),
     users: usersRepo(db),
     tokens: tokensRepo(db, cache),
-    blocks: blocksRepo(db, cache),
-    devices: devicesRepo(db, cache),
-    events: eventsRepo(db, cache),
-    history: historyRepo(db),
+    blocks: blocksRepo(db, cache, staging),
+    devices: devicesRepo(db, cache, staging),
+    events: eventsRepo(db, cache, walSync, staging),
+    history: historyRepo(db, staging),
     commands: commandsRepo(db),
     callbacks: callbacksRepo(db),
     subdevices: subDevicesRepo(db),
     rules: rulesRepo(db),
     snapshots: snapshotsRepo(db),
     async close() {
+      staging.close();
       if (db.open) db.close();
     },
   };

@@ -179,3 +179,19 @@ CREATE TABLE server_keys (
 );
 `,
 });
+
+// The ingest path appends readings to an unindexed staging table; the store moves them into
+// `readings` in bulk, sorted by device (staging.ts), so that one commit does not dirty one index
+// page per device.
+MIGRATIONS.push({
+  name: "030-readings-staging",
+  sql: `
+CREATE TABLE readings_staged (
+  id INTEGER PRIMARY KEY,
+  device_id INTEGER NOT NULL,
+  ts INTEGER NOT NULL,
+  num REAL,
+  da TEXT NOT NULL
+);
+`,
+});

@@ -1,0 +1,191 @@
+/**
+ * The store's ingest path: readings staged in an unindexed table and moved into `readings` in bulk
+ * (staging.ts), the WAL flushed off the event loop before an acknowledgement (wal-sync.ts), and the
+ * pipelined group commit of the Ingest service.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import pino from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { Ingest } from "../../server/services/ingest.js";
+import { migrate, openSqliteStore } from "../../server/store/sqlite/index.js";
+import { ReadingsStaging } from "../../server/store/sqlite/staging.js";
+import { WalSync } from "../../server/store/sqlite/wal-sync.js";
+import type { IngestEvent } from "../../server/store/types.js";
+
+const dirs: string[] = [];
+const tempDir = (): string => {
+  const dir = mkdtempSync(join(tmpdir(), "blockkit-ingest-path-"));
+  dirs.push(dir);
+  return dir;
+};
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const NODE = "INGESTPATH001";
+const event = (userId: number, G: string, i: number, ts = Date.now()): IngestEvent => ({
+  kind: "data",
+  userId,
+  node: NODE,
+  guid: `${NODE}_${G}_0_9`,
+  G,
+  V: 0,
+  D: 9,
+  DA: String(i),
+  num: i,
+  ts,
+});
+
+describe("staged readings", () => {
+  const staged = (db: Database.Database): number => db.prepare("SELECT count(*) FROM readings_staged").pluck().get() as number;
+  const moved = (db: Database.Database): number => db.prepare("SELECT count(*) FROM readings").pluck().get() as number;
+
+  it("moves staged rows into readings sorted by device and time, once, in one transaction", () => {
+    const db = new Database(join(tempDir(), "s.db"));
+    migrate(db);
+    const staging = new ReadingsStaging(db, { threshold: 1_000_000, intervalMs: 0 });
+    db.transaction(() => {
+      for (let i = 0; i < 30; i++) staging.add(1 + (i % 3), 1000 - i, i, String(i));
+    })();
+    staging.committed(30);
+    expect(staged(db)).toBe(30);
+    expect(moved(db)).toBe(0);
+    staging.flush();
+    expect(staged(db)).toBe(0);
+    const rows = db.prepare("SELECT device_id, ts FROM readings ORDER BY rowid").all() as { device_id: number; ts: number }[];
+    expect(rows).toHaveLength(30);
+    const sorted = [...rows].sort((a, b) => a.device_id - b.device_id || a.ts - b.ts);
+    expect(rows).toEqual(sorted);
+    expect(staging.stats).toMatchObject({ moves: 1, moved: 30 });
+    staging.flush(); // nothing pending: no transaction
+    expect(staging.stats.moves).toBe(1);
+    staging.close();
+    db.close();
+  });
+
+  it("moves on the next turn once the threshold is reached", async () => {
+    const db = new Database(join(tempDir(), "s.db"));
+    migrate(db);
+    const staging = new ReadingsStaging(db, { threshold: 10, intervalMs: 0 });
+    for (let i = 0; i < 9; i++) staging.add(1, i, i, String(i));
+    staging.committed(9);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(staged(db)).toBe(9);
+    staging.add(1, 9, 9, "9");
+    staging.committed(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(staged(db)).toBe(0);
+    expect(moved(db)).toBe(10);
+    staging.close();
+    db.close();
+  });
+
+  it("rows left staged by a crash are found by the history after the next start", async () => {
+    const dir = tempDir();
+    const store = openSqliteStore({ dataDir: dir });
+    const user = await store.users.create("u", null, Date.now());
+    await store.events.commit([event(user.id, "0", 1), event(user.id, "0", 2)]);
+    const deviceId = (await store.devices.byGuid(`${NODE}_0_0_9`))?.id ?? -1;
+    // A crash: the process ends without the store's close() (which would move the rows).
+    store.db.close();
+    const raw = new Database(join(dir, "blockkit.db"));
+    expect(staged(raw)).toBe(2);
+    raw.close();
+    const again = openSqliteStore({ dataDir: dir });
+    expect(await again.history.count(deviceId, 0, Date.now())).toBe(2);
+    expect(staged(again.db)).toBe(0);
+    await again.close();
+  });
+
+  it("deleting a device or a block also deletes its staged readings", async () => {
+    const store = openSqliteStore({ dataDir: tempDir() });
+    const user = await store.users.create("u", null, Date.now());
+    await store.events.commit([event(user.id, "0", 1), event(user.id, "1", 2)]);
+    const id0 = (await store.devices.byGuid(`${NODE}_0_0_9`))?.id ?? -1;
+    await store.devices.remove(id0);
+    expect(staged(store.db) + moved(store.db)).toBe(1);
+    await store.blocks.remove(NODE);
+    expect(staged(store.db) + moved(store.db)).toBe(0);
+    await store.close();
+  });
+});
+
+describe("WAL flush off the event loop", () => {
+  it("resolves every waiter, and waiters that arrive during a flush share the next one", async () => {
+    const dir = tempDir();
+    const wal = join(dir, "x.db-wal");
+    writeFileSync(wal, "frames");
+    const sync = new WalSync(wal);
+    expect(sync.enabled).toBe(true);
+    await sync.durable();
+    expect(sync.stats.syncs).toBe(1);
+    await Promise.all(Array.from({ length: 20 }, () => sync.durable()));
+    expect(sync.stats.waiters).toBe(21);
+    // The first of the 20 starts a flush; the other 19 wait for one more.
+    expect(sync.stats.syncs).toBe(3);
+  });
+
+  it("treats a missing WAL file as flushed, and rejects on any other error", async () => {
+    const dir = tempDir();
+    await expect(new WalSync(join(dir, "gone.db-wal")).durable()).resolves.toBeUndefined();
+    const file = join(dir, "plain");
+    writeFileSync(file, "");
+    await expect(new WalSync(join(file, "x.db-wal")).durable()).rejects.toMatchObject({ code: "ENOTDIR" });
+  });
+
+  it("is off for :memory: and for a store SQLite would not put in WAL mode", async () => {
+    const off = new WalSync(null);
+    expect(off.enabled).toBe(false);
+    await off.durable();
+    expect(off.stats.syncs).toBe(0);
+    const store = openSqliteStore({ dataDir: ":memory:" });
+    const user = await store.users.create("u", null, Date.now());
+    expect(await store.events.commit([event(user.id, "0", 1)])).toHaveLength(1);
+    expect(store.db.pragma("synchronous", { simple: true })).toBe(2);
+    await store.close();
+  });
+
+  it("leaves every other transaction of the store at synchronous=FULL", async () => {
+    const dir = tempDir();
+    mkdirSync(dir, { recursive: true });
+    const store = openSqliteStore({ dataDir: dir });
+    const user = await store.users.create("u", null, Date.now());
+    await store.events.commit([event(user.id, "0", 1)]);
+    expect(store.db.pragma("synchronous", { simple: true })).toBe(2);
+    await store.close();
+  });
+});
+
+describe("pipelined group commit", () => {
+  it("acknowledges every event of overlapping batches once, and tells listeners in commit order", async () => {
+    const dir = tempDir();
+    const store = openSqliteStore({ dataDir: dir });
+    const user = await store.users.create("u", null, Date.now());
+    const ingest = new Ingest(store, pino({ level: "silent" }));
+    const heard: string[] = [];
+    ingest.onCommitted((events) => heard.push(...events.map((e) => e.DA)));
+    ingest.start();
+    const acks: Promise<unknown>[] = [];
+    // Five turns of the event loop, ten submitters each: batches overlap their flushes.
+    for (let turn = 0; turn < 5; turn++) {
+      for (let i = 0; i < 10; i++) acks.push(ingest.submit([event(user.id, String(i), turn * 10 + i, 1_700_000_000_000 + turn * 10 + i)]));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await Promise.all(acks);
+    expect(ingest.stats.events).toBe(50);
+    expect(heard).toEqual(Array.from({ length: 50 }, (_, i) => String(i)));
+    await ingest.stop();
+    await store.close();
+    const again = openSqliteStore({ dataDir: dir });
+    let total = 0;
+    for (let i = 0; i < 10; i++) {
+      const id = (await again.devices.byGuid(`${NODE}_${i}_0_9`))?.id ?? -1;
+      total += await again.history.count(id, 0, Date.now());
+    }
+    expect(total).toBe(50);
+    await again.close();
+  });
+});
