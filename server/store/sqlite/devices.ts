@@ -189,11 +189,18 @@ export function callbacksRepo(db: Database): CallbacksRepo {
      ON CONFLICT (device_id) DO UPDATE SET url = excluded.url, secret = excluded.secret`,
   );
   const remove = db.prepare("DELETE FROM callbacks WHERE device_id = ?");
+  const allIds = db.prepare("SELECT device_id FROM callbacks").pluck();
+  // Device ids that may have a callback (a superset: rows deleted with their device stay listed,
+  // which costs one query that finds nothing). Every committed batch asks; most devices have none.
+  let mayHave: Set<number> | null = null;
+  const candidates = (): Set<number> => (mayHave ??= new Set(allIds.all() as number[]));
   return {
     async get(deviceId) {
       return (get.get(deviceId) as CallbackRow | undefined) ?? null;
     },
-    async byDevices(deviceIds) {
+    async byDevices(ids) {
+      const known = candidates();
+      const deviceIds = known.size === 0 ? [] : [...new Set(ids)].filter((id) => known.has(id));
       const out: CallbackRow[] = [];
       for (let i = 0; i < deviceIds.length; i += 500) {
         const chunk = deviceIds.slice(i, i + 500);
@@ -203,8 +210,10 @@ export function callbacksRepo(db: Database): CallbacksRepo {
     },
     async set(row) {
       set.run(row);
+      candidates().add(row.device_id);
     },
     async remove(deviceId) {
+      candidates().delete(deviceId);
       return remove.run(deviceId).changes > 0;
     },
   };
