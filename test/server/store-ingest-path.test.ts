@@ -128,6 +128,19 @@ describe("WAL flush off the event loop", () => {
     expect(sync.stats.syncs).toBe(3);
   });
 
+  it("with two flushes in flight, settles every waiter in the order they asked", async () => {
+    const dir = tempDir();
+    const wal = join(dir, "x.db-wal");
+    writeFileSync(wal, "frames");
+    const sync = new WalSync(wal, 2);
+    const order: number[] = [];
+    await Promise.all(Array.from({ length: 30 }, (_, i) => sync.durable().then(() => order.push(i))));
+    expect(order).toEqual(Array.from({ length: 30 }, (_, i) => i));
+    // One flush for the first, one for the second, then one per completion at most.
+    expect(sync.stats.syncs).toBeGreaterThanOrEqual(3);
+    expect(sync.stats.syncs).toBeLessThanOrEqual(4);
+  });
+
   it("treats a missing WAL file as flushed, and rejects on any other error", async () => {
     const dir = tempDir();
     await expect(new WalSync(join(dir, "gone.db-wal")).durable()).resolves.toBeUndefined();

@@ -18,19 +18,32 @@ import { type FileHandle, open } from "node:fs/promises";
 import { dirname } from "node:path";
 
 interface Waiter {
+  seq: number;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
 
 export class WalSync {
-  private running = false;
-  private waiting: Waiter[] = [];
+  /** Waiters not settled yet, in the order they asked (their seq ascending). */
+  private readonly waiting: Waiter[] = [];
+  private seq = 0;
+  /** The highest seq that a flush already started will cover. */
+  private covered = 0;
+  private inFlight = 0;
   private dirSynced = false;
   /** Counters for tests and metrics. */
   readonly stats = { syncs: 0, waiters: 0 };
 
-  /** `walPath` is `<db>-wal`; null when commits must stay synchronous (FULL). */
-  constructor(private readonly walPath: string | null) {}
+  /**
+   * `walPath` is `<db>-wal`; null when commits must stay synchronous (FULL). `concurrency`: flushes
+   * in flight at once (a flush started later also covers what earlier ones cover, so a disk that
+   * overlaps them settles waiters sooner). Default 1: on the disks measured here a second flush in
+   * flight did not raise the ingest rate.
+   */
+  constructor(
+    private readonly walPath: string | null,
+    private readonly concurrency = 1,
+  ) {}
 
   get enabled(): boolean {
     return this.walPath !== null;
@@ -40,24 +53,26 @@ export class WalSync {
   durable(): Promise<void> {
     if (this.walPath === null) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      this.waiting.push({ resolve, reject });
+      this.waiting.push({ seq: ++this.seq, resolve, reject });
       this.stats.waiters++;
-      if (!this.running) this.next(this.walPath as string);
+      this.startIfNeeded(this.walPath as string);
     });
   }
 
-  private next(walPath: string): void {
-    const batch = this.waiting;
-    this.waiting = [];
-    this.running = true;
+  private startIfNeeded(walPath: string): void {
+    if (this.covered === this.seq || this.inFlight >= this.concurrency) return;
+    const upTo = this.seq;
+    this.covered = upTo;
+    this.inFlight++;
     const settle = (err: unknown): void => {
-      // The next flush starts before these waiters hear back: whatever they write next waits for it.
-      this.running = false;
-      if (this.waiting.length > 0) this.next(walPath);
-      for (const w of batch) {
+      this.inFlight--;
+      // Everything that asked before this flush started is on disk (or failed with it), in order.
+      while (this.waiting.length > 0 && (this.waiting[0] as Waiter).seq <= upTo) {
+        const w = this.waiting.shift() as Waiter;
         if (err === undefined) w.resolve();
         else w.reject(err);
       }
+      this.startIfNeeded(walPath);
     };
     this.syncOnce(walPath).then(() => settle(undefined), settle);
   }
