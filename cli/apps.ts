@@ -1,8 +1,5 @@
 /** `blockkit apps add`: register an OAuth application for a user (scripts and tests). */
 import type { Command } from "commander";
-import { OAuthService } from "../server/services/accounts/oauth.js";
-import { AuthService } from "../server/services/auth.js";
-import { openSqliteStore } from "../server/store/sqlite/index.js";
 import { dbUrl, userName } from "./options.js";
 
 interface AppsAddFlags {
@@ -24,6 +21,10 @@ export function registerApps(program: Command): void {
     .option("--data <dir>", "directory of the embedded SQLite store", "./data")
     .option("--db <url>", "store URL (sqlite:DIR)", dbUrl)
     .action(async (flags: AppsAddFlags) => {
+      // Loaded on use, so that `blockkit gateway` on a Pi does not carry the server's modules.
+      const { openSqliteStore } = await import("../server/store/sqlite/index.js");
+      const { AuthService } = await import("../server/services/auth.js");
+      const { OAuthService } = await import("../server/services/accounts/oauth.js");
       const store = openSqliteStore({ dataDir: flags.db ?? flags.data });
       try {
         const user = await store.users.byName(flags.user);

@@ -1,10 +1,11 @@
 /**
- * The user-side API client (undici): every user route of the spec, typed. The credential is a
- * personal `user_access_token` or an OAuth `access_token`, sent in the query as the spec asks.
+ * The user-side API client (undici, loaded on first use): every user route of the spec, typed. The
+ * credential is a personal `user_access_token` or an OAuth `access_token`, sent in the query as the
+ * spec asks.
  * A response with `result: 0` or a non-2xx status rejects with an ApiError carrying the HTTP status
  * and the service's error text; the token never appears in an error message.
  */
-import { type Dispatcher, request } from "undici";
+import type { Dispatcher, request as undiciRequest } from "undici";
 import type {
   BlockJson,
   CallbackJson,
@@ -47,6 +48,17 @@ export class ApiError extends Error {
 }
 
 type Query = Record<string, string | number | undefined>;
+
+type Request = typeof undiciRequest<null>;
+let undici: Promise<typeof import("undici")> | undefined;
+/**
+ * undici's request(), the module loaded on the first call: `blockkit gateway` shares the command
+ * line's modules with these API commands, and undici alone is about 20 MB of RSS on the gateway's Pi.
+ */
+function request(...args: Parameters<Request>): ReturnType<Request> {
+  undici ??= import("undici");
+  return undici.then((m) => m.request(...args));
+}
 const enc = encodeURIComponent;
 
 function defaultStream(baseUrl: string): string {

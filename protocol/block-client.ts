@@ -1,11 +1,15 @@
 /**
- * The block-side HTTP client (undici): activation, heartbeat/data/config events, the commands
- * long-poll and the camera snapshot upload. Every non-2xx answer becomes a BlockClientError carrying
- * the HTTP status and the server's envelope message, so callers can tell "revoked" (401), "bad
- * reading" (400/413) and "try later" (network, 429, 5xx) apart.
+ * The block-side HTTP client: activation, heartbeat/data/config events, the commands long-poll and
+ * the camera snapshot upload. Every non-2xx answer becomes a BlockClientError carrying the HTTP
+ * status and the server's envelope message, so callers can tell "revoked" (401), "bad reading"
+ * (400/413) and "try later" (network, 429, 5xx) apart.
+ *
+ * The exchange itself goes through a BlockTransport (./transport.ts): node:http by default (the
+ * gateway), undici when a dispatcher is given (the simulator). undici is loaded only then.
  */
-import { Agent, type Dispatcher, request } from "undici";
+import type { Dispatcher } from "undici";
 import type { CommandsResponse, Command } from "./payloads.js";
+import { type BlockTransport, NodeHttpTransport } from "./transport.js";
 
 /** One event as sent on the wire: the payload schemas of protocol/payloads.ts plus TIMESTAMP/KEY. */
 export interface WireReading {
@@ -34,8 +38,13 @@ export interface BlockClientOptions {
   /** Camera host root (`{stream_url}`); snapshot uploads go to `{streamUrl}/rest/v0/camera/:guid/snapshot`. */
   streamUrl?: string;
   nodeId: string;
-  /** undici dispatcher (shared by many simulated blocks, or a mock in tests). Default: a private Agent. */
+  /**
+   * undici dispatcher (shared by many simulated blocks, or a mock in tests); loads undici on first
+   * use. Default: a private node:http transport with up to 8 kept-alive connections.
+   */
   dispatcher?: Dispatcher;
+  /** A ready transport (takes precedence over `dispatcher`); it belongs to the caller, close() leaves it open. */
+  transport?: BlockTransport;
   /** Timeout of ordinary calls, ms. Default 15 000. Held calls (activation, commands) use holdTimeoutMs. */
   timeoutMs?: number;
   /** Longest wait for a held call (activation, commands long-poll), ms. Default 75 000. */
@@ -69,8 +78,10 @@ export class BlockClient {
   readonly nodeId: string;
   private readonly base: string;
   private readonly stream: string | undefined;
-  private readonly dispatcher: Dispatcher;
-  private readonly ownDispatcher: boolean;
+  private transport: BlockTransport | undefined;
+  /** The undici transport while its module loads (a dispatcher was given). */
+  private readonly loading: Promise<BlockTransport> | undefined;
+  private readonly ownTransport: boolean;
   private readonly timeoutMs: number;
   private readonly holdTimeoutMs: number;
 
@@ -80,8 +91,14 @@ export class BlockClient {
     this.nodeId = o.nodeId;
     this.base = o.baseUrl.replace(/\/+$/, "");
     this.stream = o.streamUrl?.replace(/\/+$/, "");
-    this.ownDispatcher = o.dispatcher === undefined;
-    this.dispatcher = o.dispatcher ?? new Agent({ keepAliveTimeout: 60_000, connections: 8 });
+    this.ownTransport = o.transport === undefined && o.dispatcher === undefined;
+    if (o.transport) this.transport = o.transport;
+    else if (o.dispatcher) {
+      const dispatcher = o.dispatcher;
+      this.loading = import("./undici-transport.js").then((m) => new m.UndiciTransport(dispatcher));
+      // Rejections reach the first call; this only keeps an unused client from an unhandled one.
+      this.loading.catch(() => undefined);
+    } else this.transport = new NodeHttpTransport({ maxSockets: 8, idleTimeoutMs: 60_000 });
     this.timeoutMs = o.timeoutMs ?? 15_000;
     this.holdTimeoutMs = o.holdTimeoutMs ?? 75_000;
   }
@@ -133,7 +150,7 @@ export class BlockClient {
   }
 
   async close(): Promise<void> {
-    if (this.ownDispatcher) await this.dispatcher.close();
+    if (this.ownTransport) await this.transport?.close();
   }
 
   private blockUrl(what: string): string {
@@ -155,22 +172,23 @@ export class BlockClient {
       body = JSON.stringify(o.body);
       headers["content-type"] = "application/json";
     }
-    const timeout = o.hold ? this.holdTimeoutMs : this.timeoutMs;
-    let res: Dispatcher.ResponseData;
+    let status: number;
+    let text: string;
     try {
-      res = await request(url, {
+      this.transport ??= await this.loading;
+      const res = await (this.transport as BlockTransport).send({
         method,
+        url,
         headers,
         body,
-        dispatcher: this.dispatcher,
         signal: o.signal,
-        headersTimeout: timeout,
-        bodyTimeout: timeout,
+        timeoutMs: o.hold ? this.holdTimeoutMs : this.timeoutMs,
       });
+      status = res.status;
+      text = res.body.toString("utf8");
     } catch (err) {
       throw new BlockClientError(`${method} ${redact(url)}: ${(err as Error).message}`, 0, { cause: err });
     }
-    const text = await res.body.text().catch(() => "");
     let json: unknown = null;
     if (text.length > 0) {
       try {
@@ -179,12 +197,9 @@ export class BlockClient {
         json = null;
       }
     }
-    if (res.statusCode >= 200 && res.statusCode < 300) return { status: res.statusCode, json };
+    if (status >= 200 && status < 300) return { status, json };
     const msg = (json as { error?: unknown } | null)?.error;
-    throw new BlockClientError(
-      `${method} ${redact(url)} answered ${res.statusCode}${typeof msg === "string" ? `: ${msg}` : ""}`,
-      res.statusCode,
-    );
+    throw new BlockClientError(`${method} ${redact(url)} answered ${status}${typeof msg === "string" ? `: ${msg}` : ""}`, status);
   }
 }
 

@@ -6,7 +6,7 @@
  */
 import { spawn } from "node:child_process";
 import { readFile, stat } from "node:fs/promises";
-import { request } from "undici";
+import { NodeHttpTransport } from "../../protocol/transport.js";
 import type { SnapshotSource } from "../agent/router.js";
 
 /** The server accepts snapshots up to 10 MiB. */
@@ -19,6 +19,9 @@ function checked(buf: Buffer, from: string): Buffer {
 }
 
 export class HttpSnapshot implements SnapshotSource {
+  /** node:http, one connection per snapshot: snapshots are rare, and the gateway does not load undici. */
+  private readonly transport = new NodeHttpTransport({ keepAlive: false });
+
   constructor(
     private readonly url: string,
     private readonly timeoutMs = 10_000,
@@ -27,17 +30,14 @@ export class HttpSnapshot implements SnapshotSource {
   }
 
   async take(signal?: AbortSignal): Promise<Uint8Array> {
-    const res = await request(this.url, { signal, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs });
-    if (res.statusCode !== 200) {
-      await res.body.dump();
-      throw new Error(`snapshot URL answered ${res.statusCode}`);
+    let res;
+    try {
+      res = await this.transport.send({ method: "GET", url: this.url, headers: {}, signal, timeoutMs: this.timeoutMs, maxBytes: MAX_SNAPSHOT_BYTES });
+    } catch (err) {
+      throw new Error(`snapshot URL: ${(err as Error).message}`, { cause: err });
     }
-    const declared = Number(res.headers["content-length"] ?? 0);
-    if (declared > MAX_SNAPSHOT_BYTES) {
-      await res.body.dump();
-      throw new Error(`snapshot URL sends ${declared} bytes, over 10 MiB`);
-    }
-    return checked(Buffer.from(await res.body.arrayBuffer()), "snapshot URL");
+    if (res.status !== 200) throw new Error(`snapshot URL answered ${res.status}`);
+    return checked(res.body, "snapshot URL");
   }
 }
 

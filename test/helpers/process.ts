@@ -66,9 +66,9 @@ function lineWatcher(stream: Readable, lines: string[]): (re: RegExp, timeoutMs:
     });
 }
 
-/** Spawns `node --import tsx cli/index.ts ...args` from the repository root. */
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): CliProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", "cli/index.ts", ...args], {
+/** Spawns `node --import tsx [...nodeArgs] cli/index.ts ...args` from the repository root. */
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}, nodeArgs: string[] = []): CliProcess {
+  const child = spawn(process.execPath, ["--import", "tsx", ...nodeArgs, "cli/index.ts", ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],

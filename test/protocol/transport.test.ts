@@ -1,0 +1,305 @@
+/**
+ * The block transports against a real loopback node:http server: the same suite for the node:http
+ * transport (the gateway's) and the undici one (the simulator's), then BlockClient's mapping of
+ * their outcomes to BlockClientError over each.
+ */
+import { once } from "node:events";
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { Agent } from "undici";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { BlockClient, BlockClientError } from "../../protocol/block-client.js";
+import { type BlockTransport, NodeHttpTransport, TimeoutError } from "../../protocol/transport.js";
+import { UndiciTransport } from "../../protocol/undici-transport.js";
+import { freePort } from "../helpers/process.js";
+
+const NODE = "TRANSPORT00001";
+let server: Server;
+let base: string;
+/** Connections the server accepted, and the requests seen on each. */
+const connections = new Set<Socket>();
+let accepted = 0;
+const perSocket = new WeakMap<Socket, number>();
+/** The connection of the last /echo request. */
+let lastSocket: Socket | undefined;
+/** Requests held open by /hang, answered (or dropped) in afterEach. */
+const held = new Set<ServerResponse>();
+
+function envelope(res: ServerResponse, status: number, body: object): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) }).end(text);
+}
+
+function route(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
+  const url = new URL(req.url ?? "/", "http://x");
+  const n = (perSocket.get(req.socket) ?? 0) + 1;
+  perSocket.set(req.socket, n);
+  const p = url.pathname;
+  if (p === "/echo") {
+    lastSocket = req.socket;
+    return envelope(res, 200, { method: req.method, headers: req.headers, body: body.toString("base64") });
+  }
+  if (p.startsWith("/status/")) return envelope(res, Number(p.slice(8)), { result: 0, id: 0, error: `status ${p.slice(8)} asked` });
+  if (p.startsWith("/hang")) return void held.add(res);
+  if (p === "/half") {
+    // Headers and a first chunk, then silence.
+    res.writeHead(200, { "content-type": "application/json" });
+    res.write('{"DEVICE":');
+    return void held.add(res);
+  }
+  if (p === "/big") return void res.writeHead(200).end(Buffer.alloc(4096, 1));
+  if (p === "/big-chunked") {
+    res.writeHead(200);
+    res.write(Buffer.alloc(2048, 1));
+    return void setImmediate(() => res.end(Buffer.alloc(2048, 1)));
+  }
+  // The second request on a connection is dropped unanswered: a kept-alive connection that the
+  // server closed just as the request went out.
+  if (p === "/drop-second" && n === 2) return void req.socket.destroy();
+  if (p === "/drop") return void req.socket.destroy();
+  if (p.endsWith("/activate")) return url.searchParams.has("user_access_token") ? envelope(res, 200, { token: "tok-1" }) : void res.writeHead(204).end();
+  if (p.endsWith("/commands")) return envelope(res, 200, { DEVICE: [{ G: 0, V: 0, D: 1002, DA: 1, GUID: "g" }, { junk: true }] });
+  if (p.endsWith("/data")) {
+    if (req.headers["x-service-token"] === "revoked") return envelope(res, 401, { result: 0, id: 0, error: "unknown block token" });
+    if (req.headers["x-service-token"] === "forbidden") return envelope(res, 403, { result: 0, id: 0, error: "not your node" });
+    const reading = JSON.parse(body.toString("utf8")) as { DA?: string };
+    if (reading.DA === "") return envelope(res, 400, { result: 0, id: 0, error: "DA must not be empty" });
+    return envelope(res, 200, { result: 1, id: 0, error: null });
+  }
+  envelope(res, 404, { result: 0, id: 0, error: "no such route" });
+}
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => route(req, res, Buffer.concat(chunks)));
+  });
+  server.keepAliveTimeout = 30_000;
+  server.on("connection", (s: Socket) => {
+    accepted++;
+    connections.add(s);
+    s.on("close", () => connections.delete(s));
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterEach(() => {
+  for (const res of held) res.destroy();
+  held.clear();
+});
+
+afterAll(async () => {
+  for (const s of connections) s.destroy();
+  await new Promise<void>((r) => server.close(() => r()));
+});
+
+const req = (path: string, extra: Partial<Parameters<BlockTransport["send"]>[0]> = {}): Parameters<BlockTransport["send"]>[0] => ({
+  method: "GET",
+  url: `${base}${path}`,
+  headers: {},
+  timeoutMs: 5_000,
+  ...extra,
+});
+
+const implementations: [string, () => { transport: BlockTransport; done: () => Promise<void> }][] = [
+  [
+    "node:http",
+    () => {
+      const transport = new NodeHttpTransport();
+      return { transport, done: () => transport.close() };
+    },
+  ],
+  [
+    "undici",
+    () => {
+      const agent = new Agent({ keepAliveTimeout: 10_000 });
+      return { transport: new UndiciTransport(agent), done: () => agent.close() };
+    },
+  ],
+];
+
+describe.each(implementations)("%s transport", (_name, make) => {
+  let t: ReturnType<typeof make>;
+  afterEach(async () => {
+    await t.done();
+  });
+
+  it("sends method, headers and a JSON body, and returns any status with its body", async () => {
+    t = make();
+    const r = await t.transport.send(req("/echo", { method: "POST", headers: { "content-type": "application/json", "x-service-token": "abc" }, body: '{"DA":"1"}' }));
+    expect(r.status).toBe(200);
+    const echo = JSON.parse(r.body.toString("utf8")) as { method: string; headers: Record<string, string>; body: string };
+    expect(echo.method).toBe("POST");
+    expect(Buffer.from(echo.body, "base64").toString("utf8")).toBe('{"DA":"1"}');
+    expect(echo.headers).toMatchObject({ "content-type": "application/json", "x-service-token": "abc", "content-length": "10" });
+    const missing = await t.transport.send(req("/status/404"));
+    expect(missing.status).toBe(404);
+    expect(JSON.parse(missing.body.toString("utf8"))).toMatchObject({ error: "status 404 asked" });
+  });
+
+  it("sends binary bodies unchanged", async () => {
+    t = make();
+    const image = Uint8Array.from([0xff, 0xd8, 0x00, 0x80, 0xff, 0xd9]);
+    const r = await t.transport.send(req("/echo", { method: "POST", headers: { "content-type": "image/jpeg" }, body: image }));
+    const echo = JSON.parse(r.body.toString("utf8")) as { headers: Record<string, string>; body: string };
+    expect(echo.headers["content-length"]).toBe("6");
+    expect(Buffer.from(echo.body, "base64").equals(Buffer.from(image))).toBe(true);
+  });
+
+  it("gives up after timeoutMs without an answer, and after timeoutMs of silence in the body", async () => {
+    t = make();
+    const t0 = Date.now();
+    await expect(t.transport.send(req("/hang", { timeoutMs: 200 }))).rejects.toThrow(/timeout|within 200 ms/i);
+    await expect(t.transport.send(req("/half", { timeoutMs: 200 }))).rejects.toThrow();
+    expect(Date.now() - t0).toBeLessThan(3_000);
+  });
+
+  it("stops at once when the signal aborts, or was aborted before", async () => {
+    t = make();
+    const ac = new AbortController();
+    const pending = t.transport.send(req("/hang", { signal: ac.signal, timeoutMs: 30_000 }));
+    await waitFor(() => held.size === 1);
+    const t0 = Date.now();
+    ac.abort();
+    await expect(pending).rejects.toThrow(/abort/i);
+    expect(Date.now() - t0).toBeLessThan(1_000);
+    await expect(t.transport.send(req("/echo", { signal: AbortSignal.abort() }))).rejects.toThrow(/abort/i);
+  });
+
+  it("refuses an answer over maxBytes, declared or streamed", async () => {
+    t = make();
+    expect((await t.transport.send(req("/big", { maxBytes: 4096 }))).body.length).toBe(4096);
+    await expect(t.transport.send(req("/big", { maxBytes: 1000 }))).rejects.toThrow(/over the limit of 1000 bytes/);
+    await expect(t.transport.send(req("/big-chunked", { maxBytes: 3000 }))).rejects.toThrow(/over the limit of 3000 bytes/);
+  });
+
+  it("rejects when the server cannot be reached or drops the connection", async () => {
+    t = make();
+    const closed = await freePort();
+    await expect(t.transport.send({ ...req("/"), url: `http://127.0.0.1:${closed}/x` })).rejects.toThrow(/ECONNREFUSED/);
+    await expect(t.transport.send(req("/drop"))).rejects.toThrow();
+  });
+});
+
+describe("node:http transport", () => {
+  it("keeps one connection for sequential calls", async () => {
+    const t = new NodeHttpTransport();
+    try {
+      const before = accepted;
+      for (let i = 0; i < 5; i++) expect((await t.send(req("/echo"))).status).toBe(200);
+      expect(accepted - before).toBe(1);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it("does not connect for a signal aborted before the call", async () => {
+    const t = new NodeHttpTransport();
+    try {
+      const before = accepted;
+      await expect(t.send(req("/echo", { signal: AbortSignal.abort() }))).rejects.toThrow(/abort/i);
+      expect(accepted).toBe(before);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it("sends a request again on a fresh connection when a kept-alive one was closed under it", async () => {
+    const t = new NodeHttpTransport();
+    try {
+      const before = accepted;
+      expect((await t.send(req("/drop-second"))).status).toBe(404);
+      // Second request: same connection, dropped by the server; sent again on a new connection,
+      // where it is that connection's first request and is answered.
+      expect((await t.send(req("/drop-second"))).status).toBe(404);
+      expect(accepted - before).toBe(2);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it("names its timeouts and checks its options", () => {
+    expect(new TimeoutError("x").code).toBe("ETIMEDOUT");
+    expect(() => new NodeHttpTransport({ maxSockets: 0 })).toThrow(/maxSockets must be a positive integer, got 0/);
+    expect(() => new NodeHttpTransport({ idleTimeoutMs: 1.5 })).toThrow(/idleTimeoutMs/);
+    expect(() => new UndiciTransport({} as never)).toThrow(TypeError);
+  });
+
+  it("closes its idle connections on close()", async () => {
+    const t = new NodeHttpTransport();
+    await t.send(req("/echo"));
+    const socket = lastSocket as Socket;
+    expect(socket.destroyed).toBe(false);
+    await t.close();
+    await waitFor(() => socket.destroyed);
+    expect(connections.has(socket)).toBe(false);
+  });
+});
+
+describe.each([
+  ["default (node:http)", (): BlockClient => new BlockClient({ baseUrl: `${base}/rest/v0`, streamUrl: base, nodeId: NODE, timeoutMs: 300, holdTimeoutMs: 300 })],
+  [
+    "with a dispatcher (undici)",
+    (): BlockClient => new BlockClient({ baseUrl: `${base}/rest/v0`, streamUrl: base, nodeId: NODE, timeoutMs: 300, holdTimeoutMs: 300, dispatcher: sharedAgent }),
+  ],
+])("BlockClient %s", (_name, make) => {
+  let client: BlockClient;
+  afterEach(async () => {
+    await client.close();
+  });
+
+  it("activates, posts readings and reads commands", async () => {
+    client = make();
+    expect(await client.activate({ userToken: "u" })).toBe("tok-1");
+    expect(await client.activate()).toBeNull();
+    await expect(client.data("good", { G: "0", V: 0, D: 9, DA: "21.5" })).resolves.toBeUndefined();
+    expect(await client.commands("good")).toEqual([{ G: "0", V: 0, D: 1002, DA: "1", GUID: "g" }]);
+  });
+
+  it("maps 401 and 403 to unauthorized and 400 to rejected, with the server's message", async () => {
+    client = make();
+    const revoked = await client.data("revoked", { G: "0", V: 0, D: 9, DA: "1" }).catch((e: unknown) => e);
+    expect(revoked).toBeInstanceOf(BlockClientError);
+    expect(revoked).toMatchObject({ status: 401, unauthorized: true, rejected: false });
+    expect((revoked as Error).message).toMatch(/answered 401: unknown block token/);
+    await expect(client.data("forbidden", { G: "0", V: 0, D: 9, DA: "1" })).rejects.toMatchObject({ status: 403, unauthorized: true });
+    await expect(client.data("good", { G: "0", V: 0, D: 9, DA: "" })).rejects.toMatchObject({ status: 400, rejected: true, unauthorized: false });
+  });
+
+  it("reports network errors, timeouts and aborts as status 0", async () => {
+    client = make();
+    const closed = new BlockClient({ baseUrl: `http://127.0.0.1:${await freePort()}/rest/v0`, nodeId: NODE });
+    await expect(closed.data("t", { G: "0", V: 0, D: 9, DA: "1" })).rejects.toMatchObject({ status: 0, unauthorized: false, rejected: false });
+    await closed.close();
+    const hang = new BlockClient({ baseUrl: `${base}/hang`, nodeId: NODE, timeoutMs: 200 });
+    const t0 = Date.now();
+    await expect(hang.data("t", { G: "0", V: 0, D: 9, DA: "1" })).rejects.toMatchObject({ status: 0 });
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    await hang.close();
+    await expect(client.commands("good", AbortSignal.abort())).rejects.toMatchObject({ status: 0, message: expect.stringMatching(/abort/i) as unknown });
+  });
+
+  it("never puts the user token in an error message", async () => {
+    client = new BlockClient({ baseUrl: `http://127.0.0.1:${await freePort()}/rest/v0`, nodeId: NODE });
+    const err = (await client.activate({ userToken: "secret-user-token" }).catch((e: unknown) => e)) as Error;
+    expect(err).toBeInstanceOf(BlockClientError);
+    expect(err.message).not.toContain("secret-user-token");
+  });
+});
+
+const sharedAgent = new Agent({ keepAliveTimeout: 10_000 });
+afterAll(async () => {
+  await sharedAgent.close();
+});
+
+/** Polls `cond` on the event loop (no timers to fake here) with a 5 s bound. */
+async function waitFor(cond: () => boolean): Promise<void> {
+  const end = Date.now() + 5_000;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error("condition not met within 5 s");
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
