@@ -256,11 +256,7 @@ export interface DevicesRepo {
 }
 
 export interface EventsRepo {
-  /**
-   * Commits a batch in one durable transaction; resolves once it is durable. Results are in the
-   * batch's order. May be called again before the previous call settled: batches are applied in
-   * call order and settle in that order.
-   */
+  /** Commits a batch in one durable transaction; resolves once it is durable. Results are in the batch's order. */
   commit(batch: IngestEvent[]): Promise<IngestResult[]>;
   /** Forgets idempotency keys older than `before` (epoch ms). */
   pruneKeys(before: number): Promise<number>;

@@ -172,8 +172,8 @@ describe("WAL flush off the event loop", () => {
   });
 });
 
-describe("pipelined group commit", () => {
-  it("acknowledges every event of overlapping batches once, and tells listeners in commit order", async () => {
+describe("group commit with the flush off the event loop", () => {
+  it("acknowledges every event of batches submitted during flushes once, and tells listeners in commit order", async () => {
     const dir = tempDir();
     const store = openSqliteStore({ dataDir: dir });
     const user = await store.users.create("u", null, Date.now());
