@@ -25,7 +25,7 @@ export function registerApps(program: Command): void {
       const { openSqliteStore } = await import("../server/store/sqlite/index.js");
       const { AuthService } = await import("../server/services/auth.js");
       const { OAuthService } = await import("../server/services/accounts/oauth.js");
-      const store = openSqliteStore({ dataDir: flags.db ?? flags.data });
+      const store = openSqliteStore({ dataDir: flags.db ?? flags.data, ingestThread: false });
       try {
         const user = await store.users.byName(flags.user);
         if (!user) throw new Error(`no user "${flags.user}": create it with blockkit users add`);

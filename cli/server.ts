@@ -72,7 +72,7 @@ export function registerServer(program: Command): void {
       userName(name);
       const { openSqliteStore } = await import("../server/store/sqlite/index.js");
       const { AuthService } = await import("../server/services/auth.js");
-      const store = openSqliteStore({ dataDir: flags.db ?? flags.data });
+      const store = openSqliteStore({ dataDir: flags.db ?? flags.data, ingestThread: false });
       try {
         if (await store.users.byName(name)) throw new Error(`user "${name}" already exists`);
         const { token } = await new AuthService(store).createUser(name, { password: flags.password });

@@ -84,7 +84,12 @@ export class BlockkitServer {
     const o = this.options;
     const log = o.logger ?? pino({ level: o.logLevel ?? "info", base: { name: "blockkit" } });
     const clock = o.clock ?? Date.now;
-    const store = o.store ?? openSqliteStore({ dataDir: o.dataDir ?? "./data" });
+    const store =
+      o.store ??
+      openSqliteStore({
+        dataDir: o.dataDir ?? "./data",
+        onError: (err) => log.error({ err, module: "srv:store" }, "the ingest thread failed: block events are refused until restart"),
+      });
     const bus = o.bus ?? new LocalBus();
     const holdMs = (o.pollHoldSeconds ?? 30) * 1000;
     const auth = new AuthService(store, clock);

@@ -129,8 +129,15 @@ export class Ingest {
     }
     batch.forEach((e, j) => {
       const r = results[j] as IngestResult;
-      if (r.duplicate) this.stats.duplicates++;
-      else committed.push({ ...e, deviceId: r.deviceId, created: r.created });
+      if (r.duplicate) {
+        this.stats.duplicates++;
+        return;
+      }
+      // The event objects are this service's own from here on: completed in place, not copied.
+      const c = e as CommittedEvent;
+      c.deviceId = r.deviceId;
+      c.created = r.created;
+      committed.push(c);
     });
     this.stats.events += committed.length;
     if (committed.length === 0) return;

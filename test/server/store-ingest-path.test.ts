@@ -85,7 +85,7 @@ describe("staged readings", () => {
 
   it("rows left staged by a crash are found by the history after the next start", async () => {
     const dir = tempDir();
-    const store = openSqliteStore({ dataDir: dir });
+    const store = openSqliteStore({ dataDir: dir, ingestThread: false });
     const user = await store.users.create("u", null, Date.now());
     await store.events.commit([event(user.id, "0", 1), event(user.id, "0", 2)]);
     const deviceId = (await store.devices.byGuid(`${NODE}_0_0_9`))?.id ?? -1;
@@ -100,8 +100,9 @@ describe("staged readings", () => {
     await again.close();
   });
 
-  it("deleting a device or a block also deletes its staged readings", async () => {
-    const store = openSqliteStore({ dataDir: tempDir() });
+  it.each([false, true])("deleting a device or a block also deletes its staged readings (ingest thread: %s)", async (ingestThread) => {
+    const store = openSqliteStore({ dataDir: tempDir(), ingestThread });
+    expect(store.ingestThread !== null).toBe(ingestThread);
     const user = await store.users.create("u", null, Date.now());
     await store.events.commit([event(user.id, "0", 1), event(user.id, "1", 2)]);
     const id0 = (await store.devices.byGuid(`${NODE}_0_0_9`))?.id ?? -1;
@@ -164,7 +165,7 @@ describe("WAL flush off the event loop", () => {
   it("leaves every other transaction of the store at synchronous=FULL", async () => {
     const dir = tempDir();
     mkdirSync(dir, { recursive: true });
-    const store = openSqliteStore({ dataDir: dir });
+    const store = openSqliteStore({ dataDir: dir, ingestThread: false });
     const user = await store.users.create("u", null, Date.now());
     await store.events.commit([event(user.id, "0", 1)]);
     expect(store.db.pragma("synchronous", { simple: true })).toBe(2);
@@ -200,5 +201,52 @@ describe("group commit with the flush off the event loop", () => {
     }
     expect(total).toBe(50);
     await again.close();
+  });
+});
+
+describe("the ingest thread", () => {
+  it("commits on its own connection: results, devices, history, and the staged rows moved at close", async () => {
+    const dir = tempDir();
+    const store = openSqliteStore({ dataDir: dir });
+    expect(store.ingestThread).not.toBeNull();
+    const user = await store.users.create("u", null, Date.now());
+    const first = await store.events.commit([event(user.id, "0", 1), event(user.id, "0", 2), { ...event(user.id, "1", 3), key: "k1" }]);
+    expect(first.map((r) => r.created)).toEqual([true, false, true]);
+    const again = await store.events.commit([{ ...event(user.id, "1", 3), key: "k1" }]);
+    expect(again).toEqual([{ deviceId: 0, created: false, duplicate: true }]);
+    const device = await store.devices.byGuid(`${NODE}_0_0_9`);
+    expect(device?.last_da).toBe("2");
+    expect(await store.history.count(device?.id ?? -1, 0, Date.now())).toBe(2);
+    await store.events.commit([event(user.id, "0", 4)]);
+    await store.close();
+    const raw = new Database(join(dir, "blockkit.db"), { readonly: true });
+    expect(raw.prepare("SELECT count(*) FROM readings_staged").pluck().get()).toBe(0);
+    expect(raw.prepare("SELECT count(*) FROM readings").pluck().get()).toBe(4);
+    raw.close();
+  });
+
+  it("a device deleted between two batches is created again by the next one", async () => {
+    const store = openSqliteStore({ dataDir: tempDir() });
+    const user = await store.users.create("u", null, Date.now());
+    const [r] = await store.events.commit([event(user.id, "0", 1)]);
+    await store.devices.remove(r?.deviceId ?? -1);
+    expect(await store.devices.byGuid(`${NODE}_0_0_9`)).toBeNull();
+    const [again] = await store.events.commit([event(user.id, "0", 2)]);
+    expect(again?.created).toBe(true);
+    const device = await store.devices.byGuid(`${NODE}_0_0_9`);
+    expect(device?.id).toBe(again?.deviceId);
+    expect(await store.history.count(device?.id ?? -1, 0, Date.now())).toBe(1);
+    await store.close();
+  });
+
+  it("after the thread dies, commits fail with 503 and the store stays readable", async () => {
+    const store = openSqliteStore({ dataDir: tempDir(), onError: () => undefined });
+    const user = await store.users.create("u", null, Date.now());
+    await store.events.commit([event(user.id, "0", 1)]);
+    await store.ingestThread?.terminate();
+    await expect(store.events.commit([event(user.id, "0", 2)])).rejects.toMatchObject({ statusCode: 503 });
+    const device = await store.devices.byGuid(`${NODE}_0_0_9`);
+    expect(await store.history.count(device?.id ?? -1, 0, Date.now())).toBe(1);
+    await store.close();
   });
 });

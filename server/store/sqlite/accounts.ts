@@ -86,7 +86,11 @@ export function blocksRepo(db: Database, cache: StoreCache, staging: ReadingsSta
   const removeAll = db.transaction((nodeId: string) => {
     const ids = db.prepare("SELECT id FROM devices WHERE node_id = ?").pluck().all(nodeId) as number[];
     const delReadings = db.prepare("DELETE FROM readings WHERE device_id = ?");
-    for (const id of ids) delReadings.run(id);
+    const delStaged = db.prepare("DELETE FROM readings_staged WHERE device_id = ?");
+    for (const id of ids) {
+      delReadings.run(id);
+      delStaged.run(id);
+    }
     db.prepare("DELETE FROM devices WHERE node_id = ?").run(nodeId);
     db.prepare("DELETE FROM commands WHERE node_id = ?").run(nodeId);
     db.prepare("DELETE FROM event_keys WHERE node_id = ?").run(nodeId);

@@ -13,6 +13,7 @@ import type {
 } from "../types.js";
 import type { StoreCache } from "./cache.js";
 import type { ReadingsStaging } from "./staging.js";
+import type { IngestThread } from "./ingest-thread.js";
 import type { WalSync } from "./wal-sync.js";
 
 export function devicesRepo(db: Database, cache: StoreCache, staging: ReadingsStaging): DevicesRepo {
@@ -23,6 +24,8 @@ export function devicesRepo(db: Database, cache: StoreCache, staging: ReadingsSt
   const remove = db.transaction((id: number) => {
     const guid = db.prepare("SELECT guid FROM devices WHERE id = ?").pluck().get(id) as string | undefined;
     db.prepare("DELETE FROM readings WHERE device_id = ?").run(id);
+    // Rows the ingest thread staged after the flush that preceded this transaction.
+    db.prepare("DELETE FROM readings_staged WHERE device_id = ?").run(id);
     if (guid) db.prepare("DELETE FROM commands WHERE guid = ?").run(guid);
     db.prepare("DELETE FROM devices WHERE id = ?").run(id);
   });
@@ -65,7 +68,18 @@ export function applyConfig(metaText: string, e: IngestEvent): string {
   return JSON.stringify(meta);
 }
 
-export function eventsRepo(db: Database, cache: StoreCache, walSync: WalSync, staging: ReadingsStaging): EventsRepo {
+/**
+ * The ingest transaction on a connection: idempotency keys, device lookup or creation, last value,
+ * config into meta, the staged reading, the block's last_active. Used on the main thread and by
+ * the ingest thread (ingest-worker.ts). `cacheDevices`: look devices up in `cache.devices` first
+ * (only where every device deletion goes through the same cache, i.e. the main thread).
+ */
+export function ingestTransaction(
+  db: Database,
+  cache: StoreCache,
+  staging: ReadingsStaging,
+  cacheDevices: boolean,
+): { commit: (batch: IngestEvent[], now: number) => IngestResult[]; pruneKeys: (before: number) => number } {
   const seenKey = db.prepare("INSERT OR IGNORE INTO event_keys (node_id, key, ts) VALUES (?, ?, ?)");
   const findDevice = db.prepare("SELECT id FROM devices WHERE guid = ?").pluck();
   const deviceMeta = db.prepare("SELECT meta FROM devices WHERE id = ?").pluck();
@@ -83,8 +97,7 @@ export function eventsRepo(db: Database, cache: StoreCache, walSync: WalSync, st
     ON CONFLICT (node_id) DO UPDATE SET last_active = max(last_active, excluded.last_active)`);
   const pruneKeys = db.prepare("DELETE FROM event_keys WHERE ts < ?");
 
-  const commitTx = db.transaction((batch: IngestEvent[]): IngestResult[] => {
-    const now = Date.now();
+  const commitTx = db.transaction((batch: IngestEvent[], now: number): IngestResult[] => {
     const results: IngestResult[] = [];
     const nodes = new Map<string, number>();
     for (const e of batch) {
@@ -94,7 +107,7 @@ export function eventsRepo(db: Database, cache: StoreCache, walSync: WalSync, st
         continue;
       }
       const isConfig = e.kind === "config";
-      const found = cache.devices.get(e.guid) ?? (findDevice.get(e.guid) as number | undefined);
+      const found = (cacheDevices ? cache.devices.get(e.guid) : undefined) ?? (findDevice.get(e.guid) as number | undefined);
       let deviceId: number;
       if (found !== undefined) {
         deviceId = found;
@@ -124,36 +137,50 @@ export function eventsRepo(db: Database, cache: StoreCache, walSync: WalSync, st
     for (const [node, userId] of nodes) if (cache.shouldTouch(node, now)) touchBlock.run(node, userId, node, now, now);
     return results;
   });
+  const commit = (batch: IngestEvent[], now: number): IngestResult[] => {
+    let results: IngestResult[];
+    try {
+      results = commitTx(batch, now);
+    } catch (err) {
+      cache.touched.clear(); // the touches of a rolled-back batch did not happen
+      throw err;
+    }
+    let staged = 0;
+    batch.forEach((e, i) => {
+      const r = results[i];
+      if (r && !r.duplicate && e.kind !== "config") staged++;
+    });
+    staging.committed(staged);
+    return results;
+  };
+  return { commit, pruneKeys: (before) => pruneKeys.run(before).changes };
+}
 
+export function eventsRepo(db: Database, cache: StoreCache, walSync: WalSync, staging: ReadingsStaging, thread: IngestThread | null): EventsRepo {
+  const local = ingestTransaction(db, cache, staging, true);
   return {
     async commit(batch) {
+      // On the ingest thread: its own connection, its own flush; the event loop only posts.
+      if (thread) return thread.commit(batch, Date.now());
       let results: IngestResult[];
       // NORMAL: the commit writes the WAL without flushing it; durable() flushes it off the event
       // loop before the batch is acknowledged. Every other transaction keeps FULL.
       if (walSync.enabled) db.exec("PRAGMA synchronous = NORMAL");
       try {
-        results = commitTx(batch);
-      } catch (err) {
-        cache.touched.clear(); // the touches of a rolled-back batch did not happen
-        throw err;
+        results = local.commit(batch, Date.now());
       } finally {
         if (walSync.enabled) db.exec("PRAGMA synchronous = FULL");
       }
       // Remembered only after the transaction committed, so a rolled-back insert is never cached.
-      let staged = 0;
       batch.forEach((e, i) => {
         const r = results[i];
-        if (r && !r.duplicate) {
-          cache.rememberDevice(e.guid, r.deviceId);
-          if (e.kind !== "config") staged++;
-        }
+        if (r && !r.duplicate) cache.rememberDevice(e.guid, r.deviceId);
       });
-      staging.committed(staged);
       await walSync.durable();
       return results;
     },
     async pruneKeys(before) {
-      return pruneKeys.run(before).changes;
+      return local.pruneKeys(before);
     },
   };
 }

@@ -15,12 +15,20 @@ import { callbacksRepo, commandsRepo, devicesRepo, eventsRepo } from "./devices.
 import { historyRepo, registerFunctions } from "./history.js";
 import { keysRepo, oauthAppsRepo, oauthCodesRepo, sessionsRepo } from "./accounts-web.js";
 import { MIGRATIONS, type Migration } from "./migrations.js";
+import { IngestThread, workerModule } from "./ingest-thread.js";
 import { ReadingsStaging } from "./staging.js";
 import { WalSync } from "./wal-sync.js";
 
 export interface SqliteStoreOptions {
   /** Directory that holds `blockkit.db`; created when missing. Use `:memory:` for a throwaway store. */
   dataDir: string;
+  /**
+   * Commit block events on a worker thread with its own connection (ingest-thread.ts). Default
+   * true for a file in WAL mode; the main thread commits them otherwise.
+   */
+  ingestThread?: boolean;
+  /** Where the store reports a failure of its ingest thread. Default: stderr. */
+  onError?: (err: Error) => void;
 }
 
 export function migrate(db: Database.Database, migrations: Migration[] = MIGRATIONS): string[] {
@@ -38,7 +46,7 @@ export function migrate(db: Database.Database, migrations: Migration[] = MIGRATI
   return ran;
 }
 
-export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Database.Database } {
+export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Database.Database; ingestThread: IngestThread | null } {
   let file = ":memory:";
   if (options.dataDir !== ":memory:") {
     mkdirSync(options.dataDir, { recursive: true });
@@ -57,11 +65,18 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
   registerFunctions(db);
   migrate(db);
   const cache = new StoreCache();
-  const staging = new ReadingsStaging(db);
-  const walSync = new WalSync(file !== ":memory:" && journal === "wal" ? `${file}-wal` : null);
+  const wal = file !== ":memory:" && journal === "wal";
+  const module = wal && options.ingestThread !== false ? workerModule() : null;
+  const thread =
+    module === null
+      ? null
+      : new IngestThread(module, file, options.onError ?? ((err) => process.stderr.write(`blockkit store: ingest thread failed: ${err.message}\n`)));
+  const staging = new ReadingsStaging(db, { stagedElsewhere: thread !== null });
+  const walSync = new WalSync(wal ? `${file}-wal` : null);
   return {
     kind: "sqlite",
     db,
+    ingestThread: thread,
     sessions: sessionsRepo(db),
     oauthApps: oauthAppsRepo(db),
     oauthCodes: oauthCodesRepo(db),
@@ -70,7 +85,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
     tokens: tokensRepo(db, cache),
     blocks: blocksRepo(db, cache, staging),
     devices: devicesRepo(db, cache, staging),
-    events: eventsRepo(db, cache, walSync, staging),
+    events: eventsRepo(db, cache, walSync, staging, thread),
     history: historyRepo(db, staging),
     commands: commandsRepo(db),
     callbacks: callbacksRepo(db),
@@ -78,6 +93,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
     rules: rulesRepo(db),
     snapshots: snapshotsRepo(db),
     async close() {
+      await thread?.close();
       staging.close();
       if (db.open) db.close();
     },

@@ -15,10 +15,16 @@ export interface StagingOptions {
   threshold?: number;
   /** Longest time a row stays staged, ms. Default 1000. */
   intervalMs?: number;
+  /**
+   * Another connection (the ingest thread) stages the rows and moves them on its own schedule:
+   * this one only moves what it finds when flush() is called (before reads and deletions).
+   */
+  stagedElsewhere?: boolean;
 }
 
 export class ReadingsStaging {
   private pending: number;
+  private readonly elsewhere: boolean;
   private scheduled = false;
   private readonly timer: NodeJS.Timeout | undefined;
   private readonly threshold: number;
@@ -42,12 +48,14 @@ export class ReadingsStaging {
     this.moveAll = db.transaction(() => {
       const upTo = last.get() as number | null;
       if (upTo === null) return;
+      this.stats.moves++;
       const n = copy.run(upTo).changes;
       clear.run(upTo);
       this.stats.moved += n;
     });
     this.pending = db.prepare("SELECT count(*) FROM readings_staged").pluck().get() as number;
-    if (db.memory || options.intervalMs === 0) return;
+    this.elsewhere = options.stagedElsewhere ?? false;
+    if (db.memory || options.intervalMs === 0 || this.elsewhere) return;
     this.timer = setInterval(() => this.background(), options.intervalMs ?? 1000);
     this.timer.unref();
   }
@@ -71,10 +79,9 @@ export class ReadingsStaging {
 
   /** Moves every staged row into `readings` now. Readers and deleters call this first. */
   flush(): void {
-    if (this.pending === 0) return;
+    if (this.pending === 0 && !this.elsewhere) return;
     this.moveAll();
     this.pending = 0;
-    this.stats.moves++;
   }
 
   /** Stops the timer and moves what is left (before the database is closed). */
