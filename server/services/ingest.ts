@@ -1,11 +1,11 @@
 /**
  * Group commit of block events. Events submitted while the event loop is busy are committed in one
- * transaction on the next turn; each submitter's promise settles only after its events are on disk.
- * While a batch waits for its flush (which the SQLite store runs off the event loop), the event
- * loop keeps parsing requests, and everything submitted meanwhile is the next batch: one commit
- * and one flush at a time, each as large as the load makes it (measured against committing the
- * next batch during the flush: fewer, larger commits cost less CPU per event). Listeners (rules,
- * callbacks) hear about committed events after the flush, in commit order, off the request's path.
+ * durable transaction on the next turn; each submitter's promise settles only after its events are
+ * on disk. Commits are pipelined: the next turn's batch goes to the store while the previous one
+ * waits for its flush. The SQLite store commits on its ingest thread, which merges the batches that
+ * arrive while it flushes into one transaction and one flush, so the event loop never waits for
+ * the disk and the disk never waits for the event loop. Listeners (rules, callbacks) hear about
+ * committed events after the flush, in commit order, off the request's path.
  */
 import type { Logger } from "pino";
 import { unavailable } from "../errors.js";
@@ -35,7 +35,8 @@ export class Ingest {
   private queue: Pending[] = [];
   private queued = 0;
   private scheduled = false;
-  private flushing: Promise<void> | null = null;
+  /** Batches committed and waiting for their flush. */
+  private readonly inFlight = new Set<Promise<void>>();
   private stopped = false;
   private readonly listeners: CommitListener[] = [];
   private pruneTimer: NodeJS.Timeout | undefined;
@@ -66,8 +67,8 @@ export class Ingest {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.pruneTimer) clearInterval(this.pruneTimer);
-    if (this.flushing) await this.flushing;
-    if (this.queue.length > 0) await this.drain();
+    this.drain();
+    await Promise.all(this.inFlight);
   }
 
   onCommitted(listener: CommitListener): void {
@@ -79,19 +80,18 @@ export class Ingest {
     return new Promise((resolve, reject) => {
       this.queue.push({ events, resolve, reject });
       this.queued += events.length;
-      if (this.scheduled || this.flushing) return;
+      if (this.scheduled) return;
       this.scheduled = true;
       // One turn of the event loop gathers every request parsed meanwhile into one transaction.
       setImmediate(() => {
         this.scheduled = false;
-        this.flushing = this.drain().finally(() => {
-          this.flushing = null;
-        });
+        this.drain();
       });
     });
   }
 
-  private async drain(): Promise<void> {
+  /** Commits everything queued, in batches of at most maxBatch events, without waiting for flushes. */
+  private drain(): void {
     while (this.queue.length > 0) {
       const taken: Pending[] = [];
       let count = 0;
@@ -103,7 +103,9 @@ export class Ingest {
         count += next.events.length;
       }
       this.queued -= count;
-      await this.commit(taken, count);
+      const done = this.commit(taken, count);
+      this.inFlight.add(done);
+      void done.finally(() => this.inFlight.delete(done));
     }
   }
 

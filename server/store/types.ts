@@ -256,7 +256,10 @@ export interface DevicesRepo {
 }
 
 export interface EventsRepo {
-  /** Commits a batch in one durable transaction; resolves once it is durable. Results are in the batch's order. */
+  /**
+   * Commits a batch durably; resolves once it is on disk. Results are in the batch's order. May be
+   * called again before the previous call settled: batches are applied and settle in call order.
+   */
   commit(batch: IngestEvent[]): Promise<IngestResult[]>;
   /** Forgets idempotency keys older than `before` (epoch ms). */
   pruneKeys(before: number): Promise<number>;

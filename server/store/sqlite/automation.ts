@@ -104,8 +104,12 @@ export function subDevicesRepo(db: Database): SubDevicesRepo {
 
 export function rulesRepo(db: Database): RulesRepo {
   const create = db.prepare(
-    `INSERT INTO rules (user_id, short_name, preconditions, actions, timeout, suspended, created)
-     VALUES (@user_id, @short_name, @preconditions, @actions, @timeout, @suspended, @created) RETURNING *`,
+    // Ids are never reused (sequence `rules`, migration 040): a deleted rule's rid must not come
+    // back as another rule, nor a run written just after the deletion land in a new rule's history.
+    `INSERT INTO rules (id, user_id, short_name, preconditions, actions, timeout, suspended, created)
+     VALUES (
+       (SELECT max(value, (SELECT coalesce(max(id), 0) FROM rules)) + 1 FROM sequences WHERE name = 'rules'),
+       @user_id, @short_name, @preconditions, @actions, @timeout, @suspended, @created) RETURNING *`,
   );
   const get = db.prepare("SELECT * FROM rules WHERE id = ?");
   const list = db.prepare("SELECT * FROM rules WHERE user_id = ? ORDER BY id");

@@ -44,21 +44,48 @@ function flushWal(): void {
 
 const post = (m: WorkerMessage): void => port.postMessage(m);
 
+type Commit = Extract<Request, { type: "commit" }>;
+let queued: Commit[] = [];
+let scheduled = false;
+
+/**
+ * Commits every batch that arrived since the last turn in one transaction and one flush: while
+ * this thread waits for the disk, the main thread keeps posting, and the next turn takes them all.
+ */
+function drain(): void {
+  scheduled = false;
+  const taken = queued;
+  queued = [];
+  const batch: IngestEvent[] = [];
+  for (const c of taken) for (const e of c.batch) batch.push(e);
+  const now = (taken[taken.length - 1] as Commit).now;
+  try {
+    const results = ingest.commit(batch, now);
+    flushWal();
+    let i = 0;
+    for (const c of taken) {
+      post({ type: "results", id: c.id, results: results.slice(i, i + c.batch.length) });
+      i += c.batch.length;
+    }
+  } catch (err) {
+    for (const c of taken) post({ type: "failed", id: c.id, message: (err as Error).message });
+  }
+}
+
 port.on("message", (m: Request) => {
-  if (m.type === "close") {
-    staging.close();
-    if (walFd !== null) closeSync(walFd);
-    db.close();
-    post({ type: "closed" });
-    port.close();
+  if (m.type === "commit") {
+    queued.push(m);
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(drain);
+    }
     return;
   }
-  try {
-    const results = ingest.commit(m.batch, m.now);
-    flushWal();
-    post({ type: "results", id: m.id, results });
-  } catch (err) {
-    post({ type: "failed", id: m.id, message: (err as Error).message });
-  }
+  if (queued.length > 0) drain();
+  staging.close();
+  if (walFd !== null) closeSync(walFd);
+  db.close();
+  post({ type: "closed" });
+  port.close();
 });
 post({ type: "ready" });

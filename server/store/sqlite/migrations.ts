@@ -195,3 +195,21 @@ CREATE TABLE readings_staged (
 );
 `,
 });
+
+// Rule ids are never reused (SQLite reuses the largest rowid after a delete): a deleted rule's rid
+// must not name another rule later, and a run recorded just after a deletion must not land in the
+// history of a new rule with the same id.
+MIGRATIONS.push({
+  name: "040-rule-ids",
+  sql: `
+CREATE TABLE sequences (
+  name TEXT PRIMARY KEY,
+  value INTEGER NOT NULL
+);
+INSERT INTO sequences (name, value) SELECT 'rules', coalesce(max(id), 0) FROM rules;
+CREATE TRIGGER rules_sequence AFTER INSERT ON rules
+BEGIN
+  UPDATE sequences SET value = max(value, NEW.id) WHERE name = 'rules';
+END;
+`,
+});

@@ -57,6 +57,14 @@ describe("rules CRUD", () => {
     expect((await t.api({ method: "GET", url: `/rule?${q(other)}` })).json()).toMatchObject({ data: [] });
   });
 
+  it("never gives a deleted rule's rid to a new rule", async () => {
+    const rid = (await post(rule())).json<Env<{ rid: string }>>().data.rid;
+    expect((await t.api({ method: "DELETE", url: `/rule/${rid}?${q()}` })).statusCode).toBe(200);
+    const next = (await post(rule())).json<Env<{ rid: string }>>().data.rid;
+    expect(Number(next)).toBeGreaterThan(Number(rid));
+    expect((await t.api({ method: "GET", url: `/rule/${rid}?${q()}` })).statusCode).toBe(404);
+  });
+
   it("accepts the original platform's handler names and stores the spec's", async () => {
     const body = rule({
       preconditions: [{ handler: "ninjaRangeToggle", params: { guid: BUTTON, between: "1", and: 5 } }],
