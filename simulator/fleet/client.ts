@@ -16,7 +16,12 @@ export interface ClientHooks {
 
 export class SimBlockClient extends BlockClient {
   private cut = false;
-  private readonly inflight = new Set<AbortController>();
+  /**
+   * One controller per caller's signal (the agent's loops keep one signal each for their life): it
+   * aborts when that signal does, or on a drop. A controller per call, with a listener on the
+   * caller's signal, cost about a tenth of the simulator's CPU at ten thousand calls a second.
+   */
+  private readonly links = new Map<AbortSignal | undefined, AbortController>();
 
   constructor(
     options: BlockClientOptions,
@@ -28,7 +33,9 @@ export class SimBlockClient extends BlockClient {
   /** Drops the connection: calls in flight fail now, new ones fail until restore(). */
   drop(): void {
     this.cut = true;
-    for (const c of this.inflight) c.abort(new Error("connection dropped (chaos)"));
+    const links = [...this.links.values()];
+    this.links.clear();
+    for (const c of links) c.abort(new Error("connection dropped (chaos)"));
   }
 
   restore(): void {
@@ -63,27 +70,41 @@ export class SimBlockClient extends BlockClient {
     return this.guard("snapshot", signal, (s) => super.snapshot(token, guid, image, s));
   }
 
+  /** The controller of calls made with `signal`: aborted by it or by a drop. */
+  private link(signal: AbortSignal | undefined): AbortController {
+    const known = this.links.get(signal);
+    if (known) return known;
+    const mine = new AbortController();
+    if (signal?.aborted) {
+      mine.abort(signal.reason);
+      return mine;
+    }
+    this.links.set(signal, mine);
+    // A listener rather than AbortSignal.any(): on Node 20 every any() signal stays referenced by
+    // the caller's long-lived signal until collected.
+    signal?.addEventListener(
+      "abort",
+      () => {
+        if (this.links.get(signal) === mine) this.links.delete(signal);
+        mine.abort(signal.reason);
+      },
+      { once: true },
+    );
+    return mine;
+  }
+
   private async guard<T>(kind: CallKind, signal: AbortSignal | undefined, call: (signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
     if (this.cut) throw new BlockClientError(`${kind}: connection dropped (chaos)`, 0);
     // A drop while the call is in flight aborts it, as a pulled cable would.
-    const mine = new AbortController();
-    this.inflight.add(mine);
-    // A listener rather than AbortSignal.any(): on Node 20 every any() signal stays referenced by
-    // the agent's long-lived signal until collected, which costs GC time at ten thousand blocks.
-    const forward = (): void => mine.abort(signal?.reason);
-    if (signal?.aborted) mine.abort(signal.reason);
-    else signal?.addEventListener("abort", forward, { once: true });
+    const mine = this.link(signal).signal;
     try {
-      return await call(mine.signal);
+      return await call(mine);
     } catch (err) {
-      if (!mine.signal.aborted) {
+      if (!mine.aborted) {
         const status = err instanceof BlockClientError ? err.status : 0;
         this.hooks.error(`${kind}_${status === 0 ? "network" : `http_${status}`}`);
       }
       throw err;
-    } finally {
-      signal?.removeEventListener("abort", forward);
-      this.inflight.delete(mine);
     }
   }
 }
