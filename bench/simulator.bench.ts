@@ -19,7 +19,7 @@
  * counts against the server, comma-separated, default 1000,10000; empty skips), BENCH_SIM_SECONDS
  * (measured seconds, default 6).
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent } from "undici";
@@ -51,16 +51,38 @@ function scenario(blocks: number, seed: number, perSecond: number) {
   });
 }
 
-async function capacity(label: string, baseUrl: string, blocks: number, seed: number, rampPerSecond: number): Promise<{ cpuUsPerEvent: number }> {
+/** CPU time of another process (the server or the sink), ms, from /proc (Linux; NaN elsewhere). */
+function cpuMsOf(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+async function capacity(label: string, baseUrl: string, blocks: number, seed: number, rampPerSecond: number, peer: { name: string; pid?: number }): Promise<{ cpuUsPerEvent: number }> {
   const runner = new SimRunner({ scenario: scenario(blocks, seed, rampPerSecond), baseUrl, token: TOKEN, drainTimeoutMs: 10_000 });
   const started = performance.now();
   let rampedAt = Number.NaN;
+  // The peer's CPU over the measured window (the simulator's own comes from its report).
+  let peerFrom: { cpu: number; at: number } | null = null;
+  let peerPercent = Number.NaN;
   const watch = setInterval(() => {
     if (Number.isNaN(rampedAt) && runner.fleet.activated >= blocks) rampedAt = performance.now();
+    if (peerFrom === null && runner.phase === "running") peerFrom = { cpu: cpuMsOf(peer.pid), at: performance.now() };
+    if (peerFrom !== null && Number.isNaN(peerPercent) && runner.phase !== "running") {
+      peerPercent = (100 * (cpuMsOf(peer.pid) - peerFrom.cpu)) / (performance.now() - peerFrom.at);
+    }
   }, 50);
   await runner.start();
   const report = await runner.finished;
   clearInterval(watch);
+  // A run without a backlog drains at once: the window closed between two looks.
+  if (peerFrom !== null && Number.isNaN(peerPercent)) {
+    const from = peerFrom as { cpu: number; at: number };
+    peerPercent = (100 * (cpuMsOf(peer.pid) - from.cpu)) / (performance.now() - from.at);
+  }
   await runner.stop();
   const c = report.counts;
   process.stdout.write(`\n${label}: ${blocks} blocks × 1 reading/s (measured ${report.duration_s} s):\n`);
@@ -68,6 +90,7 @@ async function capacity(label: string, baseUrl: string, blocks: number, seed: nu
   figure("  activation of the fleet", (rampedAt - started) / 1000, `s (${Math.round(blocks / ((rampedAt - started) / 1000))} blocks/s, ramp ${rampPerSecond}/s, 500 pending at most)`);
   figure("  acknowledged", report.events_per_s, "events/s", { name: "offered", value: blocks });
   figure("  simulator CPU", report.simulator.cpu_percent, "% of one core");
+  figure(`  ${peer.name} CPU`, peerPercent, "% of one core");
   figure("  simulator event-loop delay p99", report.simulator.loop_delay_p99_ms, "ms");
   figure("  ingest ack p50", report.latency_ms.ingest.p50 ?? Number.NaN, "ms");
   figure("  ingest ack p99", report.latency_ms.ingest.p99 ?? Number.NaN, "ms");
@@ -139,7 +162,7 @@ async function againstSink(): Promise<void> {
   const sink = await startBare("bench/fixtures/block-sink.ts");
   try {
     const sinkUrl = `http://127.0.0.1:${sink.port}/rest/v0`;
-    const sim = await capacity("simulator against a protocol sink", sinkUrl, SINK, 1, 1000);
+    const sim = await capacity("simulator against a protocol sink", sinkUrl, SINK, 1, 1000, { name: "sink", pid: sink.child.pid });
     const bare = await bareLoop(sinkUrl, SINK);
     process.stdout.write(`\noverhead per event at ${SINK} blocks × 1/s (same sink):\n`);
     figure("  bare HTTP loop CPU", bare.cpuUsPerEvent, "µs/event");
@@ -158,7 +181,7 @@ async function main(): Promise<void> {
   const server = await startServer(dir, TOKEN);
   try {
     for (const [i, blocks] of STEPS.entries()) {
-      await capacity("simulator against the server", `http://127.0.0.1:${server.port}/rest/v0`, blocks, 100 + i, 800);
+      await capacity("simulator against the server", `http://127.0.0.1:${server.port}/rest/v0`, blocks, 100 + i, 800, { name: "server", pid: server.child.pid });
     }
   } finally {
     await server.stop();
