@@ -9,16 +9,22 @@
  * 2. Overhead: CPU microseconds per acknowledged event of the simulator (agents, outboxes,
  *    long-polls, metrics) against a bare loop that only POSTs the same /data requests, at the same
  *    fleet size and rate, to the same sink.
- * 3. The same fleet shape against the real server (1 000 blocks by default): who limits the run.
+ * 3. The same fleet shape against the real server (1 000 and 10 000 blocks by default): who limits
+ *    the run.
+ *
+ * Each run ramps its blocks up, then warms up for max(3, blocks / 1000) seconds before measuring,
+ * so that readings held back while ten thousand blocks activated are sent before the window opens.
  *
  * Env: BENCH_SIM_SINK (block count against the sink, default 10000; 0 skips), BENCH_SIM_STEPS (block
- * counts against the server, comma-separated, default 1000; empty skips), BENCH_SIM_SECONDS (measured seconds, default 6).
+ * counts against the server, comma-separated, default 1000,10000; empty skips), BENCH_SIM_SECONDS
+ * (measured seconds, default 6).
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Agent, request } from "undici";
+import { Agent } from "undici";
 import { ApiClient } from "../protocol/api-client.js";
+import { UndiciTransport } from "../protocol/undici-transport.js";
 import { validateScenario } from "../simulator/scenario/parse.js";
 import { startBare, startServer } from "./fixtures/procs.js";
 import { figure, machine } from "./lib.js";
@@ -28,7 +34,7 @@ const RUNNER = "../dist/simulator/runner.js";
 const { SimRunner } = (await import(RUNNER)) as typeof import("../simulator/runner.js");
 const TOKEN = "bench-admin-token-0123456789";
 const SINK = Number(process.env.BENCH_SIM_SINK ?? 10_000);
-const STEPS = (process.env.BENCH_SIM_STEPS ?? "1000").split(",").map(Number).filter((n) => n > 0);
+const STEPS = (process.env.BENCH_SIM_STEPS ?? "1000,10000").split(",").map(Number).filter((n) => n > 0);
 const SECONDS = Number(process.env.BENCH_SIM_SECONDS ?? 6);
 
 function scenario(blocks: number, seed: number, perSecond: number) {
@@ -38,23 +44,53 @@ function scenario(blocks: number, seed: number, perSecond: number) {
     blocks: { count: blocks, node_id: "BENCH{seed}N{index:8}" },
     devices: [{ type: "temperature", rate: 1 }],
     ramp_up: { blocks_per_s: perSecond, max_pending: 500 },
-    warmup_s: 3,
+    warmup_s: Math.max(3, Math.round(blocks / 1000)),
     duration_s: SECONDS,
     commands: { rate: 0 },
     callbacks: { devices: 0 },
   });
 }
 
-async function capacity(label: string, baseUrl: string, blocks: number, seed: number, rampPerSecond: number): Promise<{ cpuUsPerEvent: number }> {
+/** CPU time of another process (the server or the sink), ms, from /proc (Linux; NaN elsewhere). */
+function cpuMsOf(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+async function capacity(label: string, baseUrl: string, blocks: number, seed: number, rampPerSecond: number, peer: { name: string; pid?: number }): Promise<{ cpuUsPerEvent: number }> {
   const runner = new SimRunner({ scenario: scenario(blocks, seed, rampPerSecond), baseUrl, token: TOKEN, drainTimeoutMs: 10_000 });
+  const started = performance.now();
+  let rampedAt = Number.NaN;
+  // The peer's CPU over the measured window (the simulator's own comes from its report).
+  let peerFrom: { cpu: number; at: number } | null = null;
+  let peerPercent = Number.NaN;
+  const watch = setInterval(() => {
+    if (Number.isNaN(rampedAt) && runner.fleet.activated >= blocks) rampedAt = performance.now();
+    if (peerFrom === null && runner.phase === "running") peerFrom = { cpu: cpuMsOf(peer.pid), at: performance.now() };
+    if (peerFrom !== null && Number.isNaN(peerPercent) && runner.phase !== "running") {
+      peerPercent = (100 * (cpuMsOf(peer.pid) - peerFrom.cpu)) / (performance.now() - peerFrom.at);
+    }
+  }, 50);
   await runner.start();
   const report = await runner.finished;
+  clearInterval(watch);
+  // A run without a backlog drains at once: the window closed between two looks.
+  if (peerFrom !== null && Number.isNaN(peerPercent)) {
+    const from = peerFrom as { cpu: number; at: number };
+    peerPercent = (100 * (cpuMsOf(peer.pid) - from.cpu)) / (performance.now() - from.at);
+  }
   await runner.stop();
   const c = report.counts;
   process.stdout.write(`\n${label}: ${blocks} blocks × 1 reading/s (measured ${report.duration_s} s):\n`);
   figure("  blocks activated", report.blocks.activated, `of ${blocks}`);
+  figure("  activation of the fleet", (rampedAt - started) / 1000, `s (${Math.round(blocks / ((rampedAt - started) / 1000))} blocks/s, ramp ${rampPerSecond}/s, 500 pending at most)`);
   figure("  acknowledged", report.events_per_s, "events/s", { name: "offered", value: blocks });
   figure("  simulator CPU", report.simulator.cpu_percent, "% of one core");
+  figure(`  ${peer.name} CPU`, peerPercent, "% of one core");
   figure("  simulator event-loop delay p99", report.simulator.loop_delay_p99_ms, "ms");
   figure("  ingest ack p50", report.latency_ms.ingest.p50 ?? Number.NaN, "ms");
   figure("  ingest ack p99", report.latency_ms.ingest.p99 ?? Number.NaN, "ms");
@@ -64,62 +100,74 @@ async function capacity(label: string, baseUrl: string, blocks: number, seed: nu
   return { cpuUsPerEvent: report.simulator.cpu_us_per_event ?? Number.NaN };
 }
 
-/** The baseline: tokens fetched first, one timer per block, bare POST /data. */
-async function bareLoop(baseUrl: string, blocks: number): Promise<number> {
+/**
+ * The baseline: only the same HTTP requests. Tokens fetched first; then one 10 ms tick sends the
+ * POST /data of every block whose phase falls in it (each block once a second, phases spread over
+ * the second as the simulator's are), through the simulator's own transport (UndiciTransport) on
+ * an undici pool shaped like the simulator's short-call pool: 128 kept-alive connections. No agent,
+ * no outbox, no long-polls, no metrics.
+ */
+async function bareLoop(baseUrl: string, blocks: number): Promise<{ cpuUsPerEvent: number; ackedPerSecond: number; cpuPercent: number }> {
   const api = new ApiClient({ baseUrl, token: TOKEN });
   const nodes = Array.from({ length: blocks }, (_v, i) => `BARE${String(i).padStart(8, "0")}`);
   const tokens: string[] = [];
   for (let i = 0; i < nodes.length; i += 500) tokens.push(...(await Promise.all(nodes.slice(i, i + 500).map((n) => api.activateDirect(n)))));
-  const dispatcher = new Agent({ keepAliveTimeout: 60_000, connections: null, pipelining: 1 });
+  const dispatcher = new Agent({ keepAliveTimeout: 60_000, connections: 128, pipelining: 1 });
+  const transport = new UndiciTransport(dispatcher);
   let acked = 0;
-  let running = true;
-  const timers: NodeJS.Timeout[] = [];
+  let failed = 0;
+  let seq = 0;
   const send = (i: number): void => {
-    const body = JSON.stringify({ G: "1", V: 0, D: 9, DA: (20 + Math.random()).toFixed(1), TIMESTAMP: Date.now(), KEY: `${i}-${Date.now()}-${Math.random()}` });
-    request(`${baseUrl}/block/${nodes[i]}/data`, {
-      method: "POST",
-      dispatcher,
-      headers: { "x-service-token": tokens[i] as string, "content-type": "application/json" },
-      body,
-    }).then(
-      async (res) => {
-        await res.body.text();
-        if (res.statusCode === 200 && running) acked++;
-      },
-      () => undefined,
-    );
+    const body = JSON.stringify({ G: "1", V: 0, D: 9, DA: (20 + Math.random()).toFixed(1), TIMESTAMP: Date.now(), KEY: `bare.${(seq++).toString(36)}` });
+    transport
+      .send({ method: "POST", url: `${baseUrl}/block/${nodes[i]}/data`, headers: { "x-service-token": tokens[i] as string, "content-type": "application/json" }, body, timeoutMs: 15_000 })
+      .then(
+        (res) => {
+          if (res.status === 200) acked++;
+          else failed++;
+        },
+        () => {
+          failed++;
+        },
+      );
   };
-  nodes.forEach((_n, i) => {
-    timers.push(
-      setTimeout(() => {
-        send(i);
-        timers.push(setInterval(() => send(i), 1000));
-      }, Math.random() * 1000),
-    );
-  });
+  const slots: number[][] = Array.from({ length: 100 }, () => []);
+  for (let i = 0; i < blocks; i++) (slots[Math.floor(Math.random() * 100)] as number[]).push(i);
+  const t0 = performance.now();
+  let next = 0;
+  // Each tick sends every slot that came due since the last one, so a late tick does not lose rate.
+  const ticker = setInterval(() => {
+    const due = Math.floor((performance.now() - t0) / 10);
+    for (; next <= due; next++) for (const i of slots[next % 100] as number[]) send(i);
+  }, 10);
   await new Promise((r) => setTimeout(r, 3000));
   const cpu0 = process.cpuUsage();
   const acked0 = acked;
+  const w0 = performance.now();
   await new Promise((r) => setTimeout(r, SECONDS * 1000));
   const cpu = process.cpuUsage(cpu0);
+  const wallS = (performance.now() - w0) / 1000;
   const n = acked - acked0;
-  running = false;
-  for (const t of timers) clearInterval(t);
+  clearInterval(ticker);
   await dispatcher.close();
-  process.stdout.write(`\nbare loop, ${blocks} blocks × 1 POST/s:\n`);
-  figure("  acknowledged", n / SECONDS, "events/s");
-  return (cpu.user + cpu.system) / n;
+  const result = { cpuUsPerEvent: (cpu.user + cpu.system) / n, ackedPerSecond: n / wallS, cpuPercent: (cpu.user + cpu.system) / 1e4 / wallS };
+  process.stdout.write(`\nbare loop, ${blocks} blocks × 1 POST/s (128 kept-alive connections, the simulator's transport):\n`);
+  figure("  acknowledged", result.ackedPerSecond, "events/s", { name: "offered", value: blocks });
+  figure("  CPU", result.cpuPercent, "% of one core");
+  figure("  failed", failed, "requests");
+  return result;
 }
 
 async function againstSink(): Promise<void> {
   const sink = await startBare("bench/fixtures/block-sink.ts");
   try {
     const sinkUrl = `http://127.0.0.1:${sink.port}/rest/v0`;
-    const sim = await capacity("simulator against a protocol sink", sinkUrl, SINK, 1, 1000);
+    const sim = await capacity("simulator against a protocol sink", sinkUrl, SINK, 1, 1000, { name: "sink", pid: sink.child.pid });
     const bare = await bareLoop(sinkUrl, SINK);
     process.stdout.write(`\noverhead per event at ${SINK} blocks × 1/s (same sink):\n`);
-    figure("  bare HTTP loop CPU", bare, "µs/event");
-    figure("  simulator CPU", sim.cpuUsPerEvent, "µs/event", { name: "bare loop", value: bare });
+    figure("  bare HTTP loop CPU", bare.cpuUsPerEvent, "µs/event");
+    figure("  simulator CPU", sim.cpuUsPerEvent, "µs/event", { name: "bare loop", value: bare.cpuUsPerEvent });
+    figure("  simulator overhead", sim.cpuUsPerEvent - bare.cpuUsPerEvent, "µs/event over the bare loop");
   } finally {
     await sink.stop();
   }
@@ -133,7 +181,7 @@ async function main(): Promise<void> {
   const server = await startServer(dir, TOKEN);
   try {
     for (const [i, blocks] of STEPS.entries()) {
-      await capacity("simulator against the server", `http://127.0.0.1:${server.port}/rest/v0`, blocks, 100 + i, 800);
+      await capacity("simulator against the server", `http://127.0.0.1:${server.port}/rest/v0`, blocks, 100 + i, 800, { name: "server", pid: server.child.pid });
     }
   } finally {
     await server.stop();

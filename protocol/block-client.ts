@@ -112,6 +112,7 @@ export class BlockClient {
     const res = await this.call("GET", `${this.base}/block/${this.nodeId}/activate${q}`, {
       signal: opts.signal,
       hold: true,
+      json: true,
     });
     if (res.status === 204) return null;
     const token = (res.json as { token?: unknown } | null)?.token;
@@ -136,7 +137,7 @@ export class BlockClient {
 
   /** One commands long-poll: resolves with the queued commands (possibly none) when the hold ends. */
   async commands(token: string, signal?: AbortSignal): Promise<Command[]> {
-    const res = await this.call("GET", this.blockUrl("commands"), { token, signal, hold: true });
+    const res = await this.call("GET", this.blockUrl("commands"), { token, signal, hold: true, json: true });
     const body = res.json as CommandsResponse | null;
     if (!body || !Array.isArray(body.DEVICE)) throw new BlockClientError("commands answer without a DEVICE array", res.status);
     return body.DEVICE.flatMap((c) => toCommand(c));
@@ -160,7 +161,7 @@ export class BlockClient {
   private async call(
     method: "GET" | "POST",
     url: string,
-    o: { token?: string; body?: unknown; raw?: Uint8Array; contentType?: string; signal?: AbortSignal; hold?: boolean },
+    o: { token?: string; body?: unknown; raw?: Uint8Array; contentType?: string; signal?: AbortSignal; hold?: boolean; json?: boolean },
   ): Promise<{ status: number; json: unknown }> {
     const headers: Record<string, string> = {};
     if (o.token) headers["x-service-token"] = o.token;
@@ -173,7 +174,7 @@ export class BlockClient {
       headers["content-type"] = "application/json";
     }
     let status: number;
-    let text: string;
+    let answer: Buffer;
     try {
       this.transport ??= await this.loading;
       const res = await (this.transport as BlockTransport).send({
@@ -185,10 +186,15 @@ export class BlockClient {
         timeoutMs: o.hold ? this.holdTimeoutMs : this.timeoutMs,
       });
       status = res.status;
-      text = res.body.toString("utf8");
+      answer = res.body;
     } catch (err) {
       throw new BlockClientError(`${method} ${redact(url)}: ${(err as Error).message}`, 0, { cause: err });
     }
+    const ok = status >= 200 && status < 300;
+    // The envelope of a reading's acknowledgement says nothing the status does not: read only
+    // answers with content (activation, commands) and errors (for the server's message).
+    if (ok && !o.json) return { status, json: null };
+    const text = answer.toString("utf8");
     let json: unknown = null;
     if (text.length > 0) {
       try {
@@ -197,7 +203,7 @@ export class BlockClient {
         json = null;
       }
     }
-    if (status >= 200 && status < 300) return { status, json };
+    if (ok) return { status, json };
     const msg = (json as { error?: unknown } | null)?.error;
     throw new BlockClientError(`${method} ${redact(url)} answered ${status}${typeof msg === "string" ? `: ${msg}` : ""}`, status);
   }

@@ -37,7 +37,7 @@ export class MemoryOutbox implements Outbox {
 
   append(entries: NewOutboxEntry[]): number {
     for (const e of entries) {
-      this.entries.push({ ...e, id: this.nextId++ });
+      this.entries.push({ id: this.nextId++, kind: e.kind, G: e.G, V: e.V, D: e.D, DA: e.DA, value: e.value, ts: e.ts, key: e.key });
       this.bytes += entryBytes(e);
     }
     let dropped = 0;
@@ -55,29 +55,37 @@ export class MemoryOutbox implements Outbox {
   }
 
   ack(ids: number[]): void {
-    const gone = new Set(ids);
     const acked: OutboxEntry[] = [];
-    // Acknowledged entries are almost always the oldest ones: shift them off cheaply.
+    // Acknowledged entries are almost always the oldest ones, in order: shift them off cheaply.
+    let k = 0;
+    while (k < ids.length && this.size() > 0 && (this.entries[this.head] as OutboxEntry).id === ids[k]) {
+      acked.push(this.entries[this.head] as OutboxEntry);
+      this.shift();
+      k++;
+    }
+    if (k < ids.length) this.ackRest(new Set(k === 0 ? ids : ids.slice(k)), acked);
+    this.compact();
+    if (this.onAck && acked.length > 0) this.onAck(acked, this.clock());
+  }
+
+  private ackRest(gone: Set<number>, acked: OutboxEntry[]): void {
     while (this.size() > 0 && gone.has((this.entries[this.head] as OutboxEntry).id)) {
       const e = this.entries[this.head] as OutboxEntry;
       gone.delete(e.id);
       acked.push(e);
       this.shift();
     }
-    if (gone.size > 0) {
-      const keep: OutboxEntry[] = [];
-      for (let i = this.head; i < this.entries.length; i++) {
-        const e = this.entries[i] as OutboxEntry;
-        if (gone.has(e.id)) {
-          acked.push(e);
-          this.bytes -= entryBytes(e);
-        } else keep.push(e);
-      }
-      this.entries = keep;
-      this.head = 0;
+    if (gone.size === 0) return;
+    const keep: OutboxEntry[] = [];
+    for (let i = this.head; i < this.entries.length; i++) {
+      const e = this.entries[i] as OutboxEntry;
+      if (gone.has(e.id)) {
+        acked.push(e);
+        this.bytes -= entryBytes(e);
+      } else keep.push(e);
     }
-    this.compact();
-    if (this.onAck && acked.length > 0) this.onAck(acked, this.clock());
+    this.entries = keep;
+    this.head = 0;
   }
 
   /** Entries waiting to be acknowledged. */
@@ -113,11 +121,17 @@ export class MemoryOutbox implements Outbox {
 
   private shift(): void {
     this.bytes -= entryBytes(this.entries[this.head] as OutboxEntry);
+    // Let go of the entry now: ten thousand outboxes holding their sent entries until the next
+    // compaction kept them alive long enough to be promoted, and the old-generation GC paid.
+    (this.entries as (OutboxEntry | undefined)[])[this.head] = undefined;
     this.head++;
   }
 
   private compact(): void {
-    if (this.head > 1024 && this.head * 2 > this.entries.length) {
+    if (this.head === this.entries.length) {
+      this.entries.length = 0;
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.entries.length) {
       this.entries = this.entries.slice(this.head);
       this.head = 0;
     }

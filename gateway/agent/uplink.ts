@@ -70,18 +70,23 @@ export class Uplink extends AgentLoop {
       // A backlog goes out as up to `pipeline` batches at once; the server keeps the readings'
       // TIMESTAMPs and keeps a device's last value by time, so overlapping batches are safe.
       const runs = splitRuns(batch, this.batchSize, this.pipeline);
-      const results = await Promise.all(runs.map((run) => this.send(token, run, signal)));
-      const sent = results.reduce<number>((n, r) => n + (r === "retry" ? 0 : r), 0);
-      if (results.includes("retry")) {
+      const results = runs.length === 1 ? [await this.send(token, runs[0] as OutboxEntry[], signal)] : await Promise.all(runs.map((run) => this.send(token, run, signal)));
+      let sent = 0;
+      let retry = false;
+      for (const r of results) {
+        if (r === "retry") retry = true;
+        else sent += r;
+      }
+      if (retry) {
         const delay = this.backoff.fail();
         this.log.debug({ delayMs: delay }, "uplink failed, backing off");
         await this.backoffSleep(delay, signal);
         continue;
       }
-      if (sent > 0 && this.ratePerSecond > 0 && this.outbox.stats().rows > 0) {
+      if (sent > 0 && this.ratePerSecond > 0) {
         const minMs = (sent * 1000) / this.ratePerSecond;
         const spent = Date.now() - started;
-        if (spent < minMs) await sleep(minMs - spent, signal);
+        if (spent < minMs && this.outbox.stats().rows > 0) await sleep(minMs - spent, signal);
       }
     }
   }
@@ -100,7 +105,7 @@ export class Uplink extends AgentLoop {
     } catch (err) {
       return this.failed(err, run, signal);
     }
-    this.outbox.ack(run.map((e) => e.id));
+    this.outbox.ack(run.length === 1 ? [first.id] : run.map((e) => e.id));
     this.backoff.succeed();
     this.hooks.reachable(true);
     this.hooks.acked(run.length);
@@ -178,5 +183,6 @@ function wireBytes(e: OutboxEntry): number {
 }
 
 function wire(e: OutboxEntry): WireReading {
-  return { G: e.G, V: e.V, D: e.D, DA: e.DA, ...stamp(e) };
+  // Built directly (no spread): one object per reading on the uplink's hot path.
+  return e.ts >= MIN_TIMESTAMP ? { G: e.G, V: e.V, D: e.D, DA: e.DA, TIMESTAMP: e.ts, KEY: e.key } : { G: e.G, V: e.V, D: e.D, DA: e.DA, KEY: e.key };
 }

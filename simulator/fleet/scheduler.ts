@@ -4,15 +4,21 @@
  * single setTimeout waits for the earliest job and runs every job that is due.
  */
 
-interface Job {
-  due: number;
-  seq: number;
-  run: () => void;
-  cancelled: boolean;
-}
-
 export interface ScheduledJob {
   cancel(): void;
+}
+
+/** A heap entry is its own handle: one object per scheduled run. */
+class Job implements ScheduledJob {
+  cancelled = false;
+  constructor(
+    readonly due: number,
+    readonly seq: number,
+    readonly run: () => void,
+  ) {}
+  cancel(): void {
+    this.cancelled = true;
+  }
 }
 
 export class Scheduler {
@@ -26,14 +32,10 @@ export class Scheduler {
 
   /** Runs `run` after `delayMs`. */
   after(delayMs: number, run: () => void): ScheduledJob {
-    const job: Job = { due: this.clock() + Math.max(0, delayMs), seq: this.seq++, run, cancelled: false };
+    const job = new Job(this.clock() + Math.max(0, delayMs), this.seq++, run);
     this.push(job);
     this.arm();
-    return {
-      cancel: () => {
-        job.cancelled = true;
-      },
-    };
+    return job;
   }
 
   get size(): number {

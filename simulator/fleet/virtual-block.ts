@@ -28,6 +28,8 @@ export interface SimDevice {
   gen: Generator;
   last: string | null;
   job: ScheduledJob | null;
+  /** The device's scheduled reading, made once (not a closure per reading). */
+  fire: (() => void) | null;
 }
 
 export type BlockState = "waiting" | "activating" | "online" | "offline" | "paused" | "dropped" | "stopped";
@@ -91,6 +93,7 @@ export class VirtualBlock implements CommandTarget {
           gen: makeGenerator(spec.generator, spec.rate, rng.child(`${nodeId}/${key}`)),
           last: null,
           job: null,
+          fire: null,
         });
       }
     }
@@ -245,14 +248,17 @@ export class VirtualBlock implements CommandTarget {
   private next(d: SimDevice): void {
     const delay = d.gen.nextDelay();
     if (delay === null) return;
-    d.job = this.ctx.scheduler.after(delay, () => {
-      d.job = null;
-      if (!this.running || this.paused) return;
-      const v = d.gen.nextValue();
-      d.last = v;
-      this.submit([{ G: d.G, V: d.V, D: d.D, DA: v, kind: d.event }]);
-      this.next(d);
-    });
+    d.fire ??= () => this.fire(d);
+    d.job = this.ctx.scheduler.after(delay, d.fire);
+  }
+
+  private fire(d: SimDevice): void {
+    d.job = null;
+    if (!this.running || this.paused) return;
+    const v = d.gen.nextValue();
+    d.last = v;
+    this.submit([{ G: d.G, V: d.V, D: d.D, DA: v, kind: d.event }]);
+    this.next(d);
   }
 
   private unschedule(): void {

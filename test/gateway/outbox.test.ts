@@ -42,6 +42,26 @@ describe.each(impls)("%s outbox", (_name, make) => {
     o.close();
   });
 
+  it("acknowledges the oldest in order, later ones out of order, and keeps working once emptied", () => {
+    const o = make();
+    o.append([1, 2, 3, 4, 5, 6].map((i) => entry(i)));
+    const ids = o.peek(10).map((e) => e.id);
+    // The oldest two in order, then the fifth with them in one call.
+    o.ack([ids[0] as number, ids[1] as number, ids[4] as number]);
+    expect(o.peek(10).map((e) => e.DA)).toEqual(["3", "4", "6"]);
+    o.ack([ids[5] as number, ids[2] as number]);
+    expect(o.peek(10).map((e) => e.DA)).toEqual(["4"]);
+    o.ack([ids[3] as number]);
+    expect(o.stats().rows).toBe(0);
+    expect(o.stats().bytes).toBe(0);
+    o.append([entry(7), entry(8)]);
+    expect(o.peek(10).map((e) => e.DA)).toEqual(["7", "8"]);
+    o.ack(o.peek(1).map((e) => e.id));
+    expect(o.peek(10).map((e) => e.DA)).toEqual(["8"]);
+    expect(o.stats().rows).toBe(1);
+    o.close();
+  });
+
   it("drops the oldest past the row and byte bounds and counts the drops", () => {
     const o = make({ maxRows: 5 });
     expect(o.append([1, 2, 3, 4, 5, 6, 7].map((i) => entry(i)))).toBe(2);

@@ -1,4 +1,8 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Agent } from "undici";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { SimBlockClient } from "../../simulator/fleet/client.js";
 import { MeasuredOutbox, SimTokenStore } from "../../simulator/fleet/memory.js";
 import { Scheduler } from "../../simulator/fleet/scheduler.js";
 
@@ -70,5 +74,50 @@ describe("measured outbox and token store", () => {
     await t.clear();
     expect(await t.load()).toBeNull();
     expect(saved).toEqual(["tok1"]);
+  });
+});
+
+describe("simulated block client", () => {
+  it("counts failed calls by kind, and a chaos drop aborts calls in flight and refuses new ones without counting them", async () => {
+    const held: import("node:http").ServerResponse[] = [];
+    let status = 503;
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        if (req.url?.endsWith("/commands")) held.push(res);
+        else res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ result: null, error: "busy", id: 0 }));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const port = (server.address() as AddressInfo).port;
+    const dispatcher = new Agent({ connections: 4 });
+    const errors: string[] = [];
+    const client = new SimBlockClient({ baseUrl: `http://127.0.0.1:${port}/rest/v0`, nodeId: "SIMTEST000001", dispatcher }, { error: (k) => errors.push(k) });
+    const reading = { G: "1", V: 0, D: 9, DA: "20.5" };
+    try {
+      await expect(client.data("tok", reading)).rejects.toMatchObject({ status: 503 });
+      expect(errors).toEqual(["uplink_http_503"]);
+      const loop = new AbortController();
+      const poll = client.commands("tok", loop.signal);
+      await vi.waitFor(() => expect(held.length).toBe(1), { timeout: 5000 });
+      client.drop();
+      await expect(poll).rejects.toMatchObject({ status: 0 });
+      await expect(client.data("tok", reading, loop.signal)).rejects.toThrow(/dropped/);
+      expect(client.dropped).toBe(true);
+      expect(errors).toEqual(["uplink_http_503"]);
+      client.restore();
+      status = 200;
+      await expect(client.data("tok", reading, loop.signal)).resolves.toBeUndefined();
+      // The loop's own stop aborts its calls too, and is not an error either.
+      const poll2 = client.commands("tok", loop.signal);
+      await vi.waitFor(() => expect(held.length).toBe(2), { timeout: 5000 });
+      loop.abort();
+      await expect(poll2).rejects.toMatchObject({ status: 0 });
+      expect(errors).toEqual(["uplink_http_503"]);
+    } finally {
+      await dispatcher.destroy();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 });
