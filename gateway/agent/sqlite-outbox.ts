@@ -41,6 +41,7 @@ export class SqliteOutbox implements Outbox {
   private readonly select: Database.Statement;
   private readonly oldest: Database.Statement;
   private readonly setDropped: Database.Statement;
+  private readonly deleteRange: Database.Statement;
   private readonly full: boolean;
 
   constructor(file: string, options: SqliteOutboxOptions = {}) {
@@ -69,6 +70,7 @@ export class SqliteOutbox implements Outbox {
     this.select = this.db.prepare("SELECT id, kind, g, v, d, da, value, ts, key FROM outbox ORDER BY id LIMIT ?");
     this.oldest = this.db.prepare("SELECT id, ts, bytes FROM outbox ORDER BY id LIMIT ?");
     this.setDropped = this.db.prepare("UPDATE outbox_meta SET n = ? WHERE name = 'dropped'");
+    this.deleteRange = this.db.prepare("DELETE FROM outbox WHERE id BETWEEN ? AND ? RETURNING bytes");
   }
 
   append(entries: NewOutboxEntry[]): number {
@@ -112,6 +114,18 @@ export class SqliteOutbox implements Outbox {
   }
 
   private ackNow(ids: number[]): void {
+    // A replay acknowledges runs of consecutive ids: one range delete instead of an IN list.
+    const sorted = [...ids].sort((a, b) => a - b);
+    const first = sorted[0] as number;
+    const last = sorted[sorted.length - 1] as number;
+    if (last - first + 1 === sorted.length && new Set(sorted).size === sorted.length) {
+      this.db.transaction(() => {
+        const r = this.deleteRange.all(first, last) as { bytes: number }[];
+        this.rows -= r.length;
+        for (const x of r) this.bytes -= x.bytes;
+      })();
+      return;
+    }
     this.db.transaction(() => {
       for (let i = 0; i < ids.length; i += 500) {
         const chunk = ids.slice(i, i + 500);
