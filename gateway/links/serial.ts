@@ -61,6 +61,8 @@ export class SerialLink implements Link, CommandTarget {
   readonly name: string;
   state: LinkState = "down";
   firmwareVersion: string | null = null;
+  /** The firmware answered the version query since the port last opened. */
+  private versionAnswered = false;
   private port: SerialPortStream | null = null;
   private stopped = true;
   private loop: Promise<void> | null = null;
@@ -175,9 +177,20 @@ export class SerialLink implements Link, CommandTarget {
       this.setState("up");
       this.log.info({ path: port.path, baudRate: this.o.baudRate ?? 9600 }, "serial port open");
       this.queue.setReady(true);
-      this.queue.send(VERSION_QUERY as Required<NodeDevice>).catch((err: unknown) => {
-        this.log.debug({ err: (err as Error).message }, "firmware version query not acknowledged");
-      });
+      this.versionAnswered = false;
+      this.askVersion(port, 1);
+    });
+  }
+
+  /**
+   * Asks the firmware version. A board that resets when its port opens (an Arduino does) or a
+   * firmware that is not reading yet misses the query: asked again after each unacknowledged try
+   * (the 2 s ACK timeout), up to 5 times while this port stays open.
+   */
+  private askVersion(port: object, attempt: number): void {
+    this.queue.send(VERSION_QUERY as Required<NodeDevice>).catch((err: unknown) => {
+      this.log.debug({ err: (err as Error).message, attempt }, "firmware version query not acknowledged");
+      if (this.port === port && !this.versionAnswered && attempt < 5) this.askVersion(port, attempt + 1);
     });
   }
 
@@ -209,6 +222,7 @@ export class SerialLink implements Link, CommandTarget {
     const readings: Reading[] = [];
     for (const d of devices) {
       if (d.D === VERSION_QUERY.D && d.G === VERSION_QUERY.G) {
+        this.versionAnswered = true;
         this.queue.ack(d);
         if (d.DA && d.DA !== "VNO" && d.DA !== this.firmwareVersion) {
           this.firmwareVersion = d.DA;

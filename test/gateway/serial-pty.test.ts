@@ -86,7 +86,8 @@ describe("serial link on a pty pair", () => {
     firmware = new FakeFirmware(join(dir, "fw"), "V12_1.01");
     await firmware.open();
     await waitFor("link up again", () => link.state === "up", 10_000);
-    await waitFor("new firmware version", () => link.firmwareVersion === "V12_1.01", 5000);
+    // The link asks again every 2 s while unanswered: a firmware that opened late still answers.
+    await waitFor("new firmware version", () => link.firmwareVersion === "V12_1.01", 15_000);
     firmware.send({ kind: "DEVICE", devices: [{ G: "1", V: 0, D: 9, DA: "22.1" }] });
     await waitFor("reading after reconnect", async () => (await srv.history(`${NODE}_1_0_9`)).length === 3);
     expect(link.counters().disconnects).toBeGreaterThanOrEqual(1);

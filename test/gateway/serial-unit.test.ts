@@ -161,6 +161,19 @@ describe("SerialLink on the mock binding", () => {
     expect(link.owns({ G: "1", V: 0, D: 9, DA: "", GUID: "" })).toBe(true);
   });
 
+  it("asks the firmware version again when a query goes unacknowledged (a board resetting as its port opens)", async () => {
+    MockBinding.createPort("/dev/ttyMOCK0", { echo: false, record: true });
+    const { link, got, port } = setup({ path: "/dev/ttyMOCK0" });
+    await link.start();
+    const queries = (): number => port().recording.toString().split('"DA":"VNO"').length - 1;
+    await waitFor("first version query", () => queries() === 1);
+    // No ACK, no answer: after the 2 s ACK timeout the query goes out again.
+    await waitFor("second version query", () => queries() === 2, 5000);
+    port().emitData(Buffer.from('{"ACK":[{"G":"0","V":0,"D":1003,"DA":"VNO"}]}\r\n{"DEVICE":[{"G":"0","V":0,"D":1003,"DA":"V12_1.00"}]}\r\n'));
+    await waitFor("version reported", () => link.firmwareVersion === "V12_1.00");
+    expect(got.some((r) => r.kind === "config" && r.value === "V12_1.00")).toBe(true);
+  });
+
   it("finds the port by USB ids, and keeps trying until it appears", async () => {
     const { link, got, port } = setup({ match: { vendorId: "2341", productId: "0043" } });
     await link.start();
