@@ -50,8 +50,10 @@ export class MemoryOutbox implements Outbox {
     return dropped;
   }
 
-  peek(limit: number): OutboxEntry[] {
-    return this.entries.slice(this.head, this.head + limit);
+  peek(limit: number, afterId = 0): OutboxEntry[] {
+    let from = this.head;
+    while (from < this.entries.length && (this.entries[from] as OutboxEntry).id <= afterId) from++;
+    return this.entries.slice(from, from + limit);
   }
 
   ack(ids: number[]): void {

@@ -56,7 +56,7 @@ export class SqliteOutbox implements Outbox {
       "INSERT INTO outbox (kind, g, v, d, da, value, ts, key, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
     );
     // Columns named as OutboxEntry's fields: the rows are the entries, no copy per row.
-    this.select = this.db.prepare("SELECT id, kind, g AS G, v AS V, d AS D, da AS DA, value, ts, key FROM outbox ORDER BY id LIMIT ?");
+    this.select = this.db.prepare("SELECT id, kind, g AS G, v AS V, d AS D, da AS DA, value, ts, key FROM outbox WHERE id > ? ORDER BY id LIMIT ?");
     this.oldest = this.db.prepare("SELECT id, ts, bytes FROM outbox ORDER BY id LIMIT ?");
     this.setDropped = this.db.prepare("UPDATE outbox_meta SET n = ? WHERE name = 'dropped'");
     this.deleteRange = this.db.prepare("DELETE FROM outbox WHERE id BETWEEN ? AND ? RETURNING bytes");
@@ -76,8 +76,8 @@ export class SqliteOutbox implements Outbox {
     return dropped;
   }
 
-  peek(limit: number): OutboxEntry[] {
-    return this.select.all(limit) as OutboxEntry[];
+  peek(limit: number, afterId = 0): OutboxEntry[] {
+    return this.select.all(afterId, limit) as OutboxEntry[];
   }
 
   ack(ids: number[]): void {

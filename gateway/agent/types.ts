@@ -69,7 +69,8 @@ export interface Outbox {
   /** Stores the entries in order; applies the row/byte bounds (drop-oldest). Returns how many were dropped. */
   append(entries: NewOutboxEntry[]): number;
   /** The oldest `limit` entries, in order, without removing them. */
-  peek(limit: number): OutboxEntry[];
+  /** The oldest entries, up to `limit`, with an id above `afterId` (default 0: from the oldest). */
+  peek(limit: number, afterId?: number): OutboxEntry[];
   /** Removes acknowledged entries. */
   ack(ids: number[]): void;
   /** Drops entries older than `now - maxAgeMs`; returns how many. */

@@ -1,6 +1,8 @@
 /**
- * Drains the outbox to the server, oldest first, one request at a time so the order per device is
- * the order of arrival. A run of readings goes out as one heartbeat array (up to `batchSize`), a
+ * Drains the outbox to the server, oldest first: one request at a time in steady state, so the order
+ * per device is the order of arrival; a backlog goes out as several batches at once, and the next
+ * cycle is sent while the previous one waits for its answers (the server orders readings by their
+ * TIMESTAMP, so overlapping batches are safe). A run of readings goes out as one heartbeat array (up to `batchSize`), a
  * lone data reading through POST /data, a config event through POST /config. Every event carries
  * its original TIMESTAMP and its idempotency KEY, so a batch that is sent again after a lost answer
  * is not stored twice. Entries leave the outbox only once acknowledged. Pacing caps the replay rate
@@ -37,6 +39,12 @@ export interface UplinkHooks {
   reachable(up: boolean, err?: unknown): void;
 }
 
+interface Cycle {
+  sent: number;
+  retry: boolean;
+  started: number;
+}
+
 export class Uplink extends AgentLoop {
   private readonly backoff: Backoff;
   private readonly batchSize: number;
@@ -59,35 +67,74 @@ export class Uplink extends AgentLoop {
 
   protected async run(): Promise<void> {
     const signal = this.abort.signal;
+    // While a backlog drains, the next cycle is read and sent while the previous one is still
+    // waiting for its answers (double buffering): the outbox's reads and deletes and the server's
+    // work overlap instead of taking turns. Never across a config event, so it is not overtaken.
+    let previous: Promise<Cycle> | null = null;
+    let sentUpTo = 0;
     while (!signal.aborted) {
       const token = this.hooks.token();
-      const batch = token ? this.outbox.peek(this.batchSize * this.pipeline) : [];
+      const limit = this.batchSize * this.pipeline;
+      const batch = token ? this.outbox.peek(limit, previous ? sentUpTo : 0) : [];
       if (!token || batch.length === 0) {
+        if (previous) {
+          const done = await previous;
+          previous = null;
+          await this.settle(done, signal);
+          continue;
+        }
         await this.idle(signal);
         continue;
       }
-      const started = Date.now();
-      // A backlog goes out as up to `pipeline` batches at once; the server keeps the readings'
-      // TIMESTAMPs and keeps a device's last value by time, so overlapping batches are safe.
       const runs = splitRuns(batch, this.batchSize, this.pipeline);
-      const results = runs.length === 1 ? [await this.send(token, runs[0] as OutboxEntry[], signal)] : await Promise.all(runs.map((run) => this.send(token, run, signal)));
-      let sent = 0;
-      let retry = false;
-      for (const r of results) {
-        if (r === "retry") retry = true;
-        else sent += r;
+      const last = runs[runs.length - 1] as OutboxEntry[];
+      sentUpTo = (last[last.length - 1] as OutboxEntry).id;
+      const cycle = this.cycle(token, runs, signal);
+      if (previous) {
+        const done = await previous;
+        previous = null;
+        if (done.retry) {
+          await cycle; // its entries stay in the outbox unless acknowledged; the retry resends the rest
+          await this.settle(done, signal);
+          continue;
+        }
+        await this.settle(done, signal);
       }
-      if (retry) {
-        const delay = this.backoff.fail();
-        this.log.debug({ delayMs: delay }, "uplink failed, backing off");
-        await this.backoffSleep(delay, signal);
+      const overlap = batch.length === limit && !runs.some((r) => (r[0] as OutboxEntry).kind === "config");
+      if (overlap) {
+        previous = cycle;
         continue;
       }
-      if (sent > 0 && this.ratePerSecond > 0) {
-        const minMs = (sent * 1000) / this.ratePerSecond;
-        const spent = Date.now() - started;
-        if (spent < minMs && this.outbox.stats().rows > 0) await sleep(minMs - spent, signal);
-      }
+      await this.settle(await cycle, signal);
+    }
+    if (previous) await previous;
+  }
+
+  /** Sends the runs of one cycle at once. */
+  private async cycle(token: string, runs: OutboxEntry[][], signal: AbortSignal): Promise<Cycle> {
+    const started = Date.now();
+    const results = runs.length === 1 ? [await this.send(token, runs[0] as OutboxEntry[], signal)] : await Promise.all(runs.map((run) => this.send(token, run, signal)));
+    let sent = 0;
+    let retry = false;
+    for (const r of results) {
+      if (r === "retry") retry = true;
+      else sent += r;
+    }
+    return { sent, retry, started };
+  }
+
+  /** After a cycle: back off when it failed, pace the replay when it went through. */
+  private async settle(c: Cycle, signal: AbortSignal): Promise<void> {
+    if (c.retry) {
+      const delay = this.backoff.fail();
+      this.log.debug({ delayMs: delay }, "uplink failed, backing off");
+      await this.backoffSleep(delay, signal);
+      return;
+    }
+    if (c.sent > 0 && this.ratePerSecond > 0) {
+      const minMs = (c.sent * 1000) / this.ratePerSecond;
+      const spent = Date.now() - c.started;
+      if (spent < minMs && this.outbox.stats().rows > 0) await sleep(minMs - spent, signal);
     }
   }
 

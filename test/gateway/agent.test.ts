@@ -159,7 +159,7 @@ describe("BlockAgent", () => {
     let lose = 1;
     const lossy: Outbox = {
       append: (e) => inner.append(e),
-      peek: (n) => inner.peek(n),
+      peek: (n, after) => inner.peek(n, after),
       expire: (now) => inner.expire(now),
       stats: () => inner.stats(),
       close: () => inner.close(),
@@ -177,6 +177,35 @@ describe("BlockAgent", () => {
     expect(a.stats().acked).toBe(60); // acknowledged twice
     const h = await srv.history(`${NODE}_2_0_9`);
     expect(h.map((p) => p.v)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+  });
+
+  it("drains a backlog with the next cycle sent while the previous one waits, each reading sent once", async () => {
+    const inner = new MemoryOutbox();
+    let inFlight = 0;
+    let most = 0;
+    const sent: string[] = [];
+    const a = agent({ userToken: ADMIN, outbox: inner, uplink: { batchSize: 10, pipeline: 2, ratePerSecond: 0 } });
+    a.submitMany(Array.from({ length: 200 }, (_, i) => ({ G: "3", V: 0, D: 9, DA: String(i), ts: Date.now() - 200_000 + i * 1000 })));
+    // Counts the heartbeats in flight at once on the agent's own client.
+    const heartbeat = a.client.heartbeat.bind(a.client);
+    a.client.heartbeat = async (token, readings, signal) => {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      for (const r of readings) sent.push(r.DA);
+      try {
+        return await heartbeat(token, readings, signal);
+      } finally {
+        inFlight--;
+      }
+    };
+    await a.start();
+    await waitFor("outbox drained", () => inner.stats().rows === 0);
+    expect(sent).toHaveLength(200);
+    expect(new Set(sent).size).toBe(200);
+    expect(most).toBeGreaterThan(2); // two cycles of two batches overlapped
+    expect(a.stats().acked).toBe(200);
+    const h = await srv.history(`${NODE}_3_0_9`);
+    expect(h.map((p) => p.v)).toEqual(Array.from({ length: 200 }, (_, i) => i));
   });
 
   it("refuses invalid readings without throwing", () => {

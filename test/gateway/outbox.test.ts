@@ -42,6 +42,19 @@ describe.each(impls)("%s outbox", (_name, make) => {
     o.close();
   });
 
+  it("reads past the entries still in flight (peek after an id), and acknowledges a run of ids at once", () => {
+    const o = make();
+    o.append([1, 2, 3, 4, 5].map((i) => entry(i)));
+    const first = o.peek(2);
+    expect(first.map((e) => e.DA)).toEqual(["1", "2"]);
+    expect(o.peek(2, first[1]?.id).map((e) => e.DA)).toEqual(["3", "4"]);
+    expect(o.peek(10, (first[1]?.id as number) + 10)).toEqual([]);
+    o.ack(o.peek(3).map((e) => e.id));
+    expect(o.peek(10).map((e) => e.DA)).toEqual(["4", "5"]);
+    expect(o.stats().rows).toBe(2);
+    o.close();
+  });
+
   it("acknowledges the oldest in order, later ones out of order, and keeps working once emptied", () => {
     const o = make();
     o.append([1, 2, 3, 4, 5, 6].map((i) => entry(i)));
