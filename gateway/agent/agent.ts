@@ -31,7 +31,7 @@ import { MAX_DA_LENGTH } from "../../protocol/payloads.js";
 import { Activator } from "./activator.js";
 import { Backoff, type BackoffOptions } from "./backoff.js";
 import { CommandPoller } from "./poller.js";
-import { CommandRouter, type SnapshotSource } from "./router.js";
+import { CommandRouter, type RouterCounters, type SnapshotSource } from "./router.js";
 
 export type { SnapshotSource };
 import type { CommandTarget, NewOutboxEntry, Outbox, Reading, TokenStore } from "./types.js";
@@ -65,7 +65,7 @@ export interface BlockAgentOptions {
 
 export type AgentState = "idle" | "activating" | "online" | "offline" | "stopped";
 
-export interface AgentStats {
+export interface AgentStats extends RouterCounters {
   state: AgentState;
   submitted: number;
   acked: number;
@@ -75,12 +75,6 @@ export interface AgentStats {
   dropped: number;
   outboxRows: number;
   outboxBytes: number;
-  commandsReceived: number;
-  commandsDelivered: number;
-  commandsFailed: number;
-  commandsUnroutable: number;
-  snapshots: number;
-  snapshotFailures: number;
   activations: number;
   revocations: number;
   /** Times the server became reachable again after being unreachable. */

@@ -1,9 +1,9 @@
 /**
  * The store's ingest path: readings staged in an unindexed table and moved into `readings` in bulk
- * (staging.ts), the WAL flushed off the event loop before an acknowledgement (wal-sync.ts), and the
- * pipelined group commit of the Ingest service.
+ * (staging.ts), the ingest thread (ingest-thread.ts) that commits and flushes beside the event loop,
+ * and the pipelined group commit of the Ingest service.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -12,7 +12,6 @@ import { afterEach, describe, expect, it } from "vitest";
 import { Ingest } from "../../server/services/ingest.js";
 import { migrate, openSqliteStore } from "../../server/store/sqlite/index.js";
 import { ReadingsStaging } from "../../server/store/sqlite/staging.js";
-import { WalSync } from "../../server/store/sqlite/wal-sync.js";
 import type { IngestEvent } from "../../server/store/types.js";
 
 const dirs: string[] = [];
@@ -114,48 +113,10 @@ describe("staged readings", () => {
   });
 });
 
-describe("WAL flush off the event loop", () => {
-  it("resolves every waiter, and waiters that arrive during a flush share the next one", async () => {
-    const dir = tempDir();
-    const wal = join(dir, "x.db-wal");
-    writeFileSync(wal, "frames");
-    const sync = new WalSync(wal);
-    expect(sync.enabled).toBe(true);
-    await sync.durable();
-    expect(sync.stats.syncs).toBe(1);
-    await Promise.all(Array.from({ length: 20 }, () => sync.durable()));
-    expect(sync.stats.waiters).toBe(21);
-    // The first of the 20 starts a flush; the other 19 wait for one more.
-    expect(sync.stats.syncs).toBe(3);
-  });
-
-  it("with two flushes in flight, settles every waiter in the order they asked", async () => {
-    const dir = tempDir();
-    const wal = join(dir, "x.db-wal");
-    writeFileSync(wal, "frames");
-    const sync = new WalSync(wal, 2);
-    const order: number[] = [];
-    await Promise.all(Array.from({ length: 30 }, (_, i) => sync.durable().then(() => order.push(i))));
-    expect(order).toEqual(Array.from({ length: 30 }, (_, i) => i));
-    // One flush for the first, one for the second, then one per completion at most.
-    expect(sync.stats.syncs).toBeGreaterThanOrEqual(3);
-    expect(sync.stats.syncs).toBeLessThanOrEqual(4);
-  });
-
-  it("treats a missing WAL file as flushed, and rejects on any other error", async () => {
-    const dir = tempDir();
-    await expect(new WalSync(join(dir, "gone.db-wal")).durable()).resolves.toBeUndefined();
-    const file = join(dir, "plain");
-    writeFileSync(file, "");
-    await expect(new WalSync(join(file, "x.db-wal")).durable()).rejects.toMatchObject({ code: "ENOTDIR" });
-  });
-
-  it("is off for :memory: and for a store SQLite would not put in WAL mode", async () => {
-    const off = new WalSync(null);
-    expect(off.enabled).toBe(false);
-    await off.durable();
-    expect(off.stats.syncs).toBe(0);
+describe("commits on the main connection", () => {
+  it("a :memory: store commits on its own connection (no ingest thread), at synchronous=FULL", async () => {
     const store = openSqliteStore({ dataDir: ":memory:" });
+    expect(store.ingestThread).toBeNull();
     const user = await store.users.create("u", null, Date.now());
     expect(await store.events.commit([event(user.id, "0", 1)])).toHaveLength(1);
     expect(store.db.pragma("synchronous", { simple: true })).toBe(2);
@@ -173,7 +134,7 @@ describe("WAL flush off the event loop", () => {
   });
 });
 
-describe("group commit with the flush off the event loop", () => {
+describe("pipelined group commit", () => {
   it("acknowledges every event of batches submitted during flushes once, and tells listeners in commit order", async () => {
     const dir = tempDir();
     const store = openSqliteStore({ dataDir: dir });

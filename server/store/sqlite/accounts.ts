@@ -2,7 +2,6 @@
 import type { Database } from "better-sqlite3";
 import type { BlockRow, BlocksRepo, TokenRow, TokensRepo, UserRow, UsersRepo } from "../types.js";
 import type { StoreCache } from "./cache.js";
-import type { ReadingsStaging } from "./staging.js";
 
 export function usersRepo(db: Database): UsersRepo {
   const insert = db.prepare("INSERT INTO users (name, password_hash, created) VALUES (?, ?, ?) RETURNING *");
@@ -74,7 +73,7 @@ export function tokensRepo(db: Database, cache: StoreCache): TokensRepo {
   };
 }
 
-export function blocksRepo(db: Database, cache: StoreCache, staging: ReadingsStaging): BlocksRepo {
+export function blocksRepo(db: Database, cache: StoreCache): BlocksRepo {
   const get = db.prepare("SELECT * FROM blocks WHERE node_id = ?");
   const list = db.prepare("SELECT * FROM blocks WHERE user_id = ? ORDER BY date_created, node_id");
   const claim = db.prepare(`
@@ -111,7 +110,6 @@ export function blocksRepo(db: Database, cache: StoreCache, staging: ReadingsSta
       setPending.run(pendingUntil, nodeId);
     },
     async remove(nodeId) {
-      staging.flush();
       removeAll(nodeId);
       cache.forgetTokens();
       cache.forgetDevices();

@@ -14,9 +14,8 @@ import type {
 import type { StoreCache } from "./cache.js";
 import type { ReadingsStaging } from "./staging.js";
 import type { IngestThread } from "./ingest-thread.js";
-import type { WalSync } from "./wal-sync.js";
 
-export function devicesRepo(db: Database, cache: StoreCache, staging: ReadingsStaging): DevicesRepo {
+export function devicesRepo(db: Database, cache: StoreCache): DevicesRepo {
   const list = db.prepare("SELECT * FROM devices WHERE user_id = ? ORDER BY id");
   const byGuid = db.prepare("SELECT * FROM devices WHERE guid = ?");
   const setShortName = db.prepare("UPDATE devices SET short_name = ? WHERE id = ?");
@@ -24,7 +23,7 @@ export function devicesRepo(db: Database, cache: StoreCache, staging: ReadingsSt
   const remove = db.transaction((id: number) => {
     const guid = db.prepare("SELECT guid FROM devices WHERE id = ?").pluck().get(id) as string | undefined;
     db.prepare("DELETE FROM readings WHERE device_id = ?").run(id);
-    // Rows the ingest thread staged after the flush that preceded this transaction.
+    // Staged rows go with the device, in this transaction (the ingest thread may stage more at any time).
     db.prepare("DELETE FROM readings_staged WHERE device_id = ?").run(id);
     if (guid) db.prepare("DELETE FROM commands WHERE guid = ?").run(guid);
     db.prepare("DELETE FROM devices WHERE id = ?").run(id);
@@ -43,7 +42,6 @@ export function devicesRepo(db: Database, cache: StoreCache, staging: ReadingsSt
       setMeta.run(meta, id);
     },
     async remove(id) {
-      staging.flush();
       remove(id);
       cache.forgetDevices();
     },
@@ -156,27 +154,19 @@ export function ingestTransaction(
   return { commit, pruneKeys: (before) => pruneKeys.run(before).changes };
 }
 
-export function eventsRepo(db: Database, cache: StoreCache, walSync: WalSync, staging: ReadingsStaging, thread: IngestThread | null): EventsRepo {
+/** Block events: on the ingest thread when there is one, else in one FULL transaction on this connection. */
+export function eventsRepo(db: Database, cache: StoreCache, staging: ReadingsStaging, thread: IngestThread | null): EventsRepo {
   const local = ingestTransaction(db, cache, staging, true);
   return {
     async commit(batch) {
       // On the ingest thread: its own connection, its own flush; the event loop only posts.
       if (thread) return thread.commit(batch, Date.now());
-      let results: IngestResult[];
-      // NORMAL: the commit writes the WAL without flushing it; durable() flushes it off the event
-      // loop before the batch is acknowledged. Every other transaction keeps FULL.
-      if (walSync.enabled) db.exec("PRAGMA synchronous = NORMAL");
-      try {
-        results = local.commit(batch, Date.now());
-      } finally {
-        if (walSync.enabled) db.exec("PRAGMA synchronous = FULL");
-      }
+      const results = local.commit(batch, Date.now());
       // Remembered only after the transaction committed, so a rolled-back insert is never cached.
       batch.forEach((e, i) => {
         const r = results[i];
         if (r && !r.duplicate) cache.rememberDevice(e.guid, r.deviceId);
       });
-      await walSync.durable();
       return results;
     },
     async pruneKeys(before) {

@@ -1,7 +1,7 @@
 /**
  * The embedded store: one SQLite file in WAL mode with `synchronous=FULL`, so that a committed
- * transaction survives a process kill and a power cut. The ingest transaction reaches the same
- * durability with its fsync off the event loop (wal-sync.ts).
+ * transaction survives a process kill and a power cut. Block events are committed on the ingest
+ * thread (ingest-thread.ts), which reaches the same durability with its own WAL flush.
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -17,7 +17,6 @@ import { keysRepo, oauthAppsRepo, oauthCodesRepo, sessionsRepo } from "./account
 import { MIGRATIONS, type Migration } from "./migrations.js";
 import { IngestThread, workerModule } from "./ingest-thread.js";
 import { ReadingsStaging } from "./staging.js";
-import { WalSync } from "./wal-sync.js";
 
 export interface SqliteStoreOptions {
   /** Directory that holds `blockkit.db`; created when missing. Use `:memory:` for a throwaway store. */
@@ -72,7 +71,6 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
       ? null
       : new IngestThread(module, file, options.onError ?? ((err) => process.stderr.write(`blockkit store: ingest thread failed: ${err.message}\n`)));
   const staging = new ReadingsStaging(db, { stagedElsewhere: thread !== null });
-  const walSync = new WalSync(wal ? `${file}-wal` : null);
   return {
     kind: "sqlite",
     db,
@@ -83,9 +81,9 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
     keys: keysRepo(db),
     users: usersRepo(db),
     tokens: tokensRepo(db, cache),
-    blocks: blocksRepo(db, cache, staging),
-    devices: devicesRepo(db, cache, staging),
-    events: eventsRepo(db, cache, walSync, staging, thread),
+    blocks: blocksRepo(db, cache),
+    devices: devicesRepo(db, cache),
+    events: eventsRepo(db, cache, staging, thread),
     history: historyRepo(db, staging),
     commands: commandsRepo(db),
     callbacks: callbacksRepo(db),

@@ -25,11 +25,7 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
-export type WorkerMessage =
-  | { type: "ready" }
-  | { type: "results"; id: number; results: IngestResult[] }
-  | { type: "failed"; id: number; message: string }
-  | { type: "closed" };
+export type WorkerMessage = { type: "results"; id: number; results: IngestResult[] } | { type: "failed"; id: number; message: string };
 
 /**
  * The worker's compiled module. From the sources (tests run TypeScript), the build's copy: a worker
@@ -88,19 +84,12 @@ export class IngestThread {
     await this.worker.terminate();
   }
 
-  /** Batches posted and not answered yet. */
-  get inFlight(): number {
-    return this.pending.size;
-  }
-
   private receive(m: WorkerMessage): void {
-    if (m.type === "results" || m.type === "failed") {
-      const p = this.pending.get(m.id);
-      if (!p) return;
-      this.pending.delete(m.id);
-      if (m.type === "results") p.resolve(m.results);
-      else p.reject(new Error(m.message));
-    }
+    const p = this.pending.get(m.id);
+    if (!p) return;
+    this.pending.delete(m.id);
+    if (m.type === "results") p.resolve(m.results);
+    else p.reject(new Error(m.message));
   }
 
   private fail(err: Error): void {

@@ -85,7 +85,5 @@ port.on("message", (m: Request) => {
   staging.close();
   if (walFd !== null) closeSync(walFd);
   db.close();
-  post({ type: "closed" });
   port.close();
 });
-post({ type: "ready" });
