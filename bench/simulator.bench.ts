@@ -36,6 +36,7 @@ const TOKEN = "bench-admin-token-0123456789";
 const SINK = Number(process.env.BENCH_SIM_SINK ?? 10_000);
 const STEPS = (process.env.BENCH_SIM_STEPS ?? "1000,10000").split(",").map(Number).filter((n) => n > 0);
 const SECONDS = Number(process.env.BENCH_SIM_SECONDS ?? 6);
+const RAMP = Number(process.env.BENCH_SIM_RAMP ?? 1000);
 
 function scenario(blocks: number, seed: number, perSecond: number) {
   return validateScenario({
@@ -162,7 +163,7 @@ async function againstSink(): Promise<void> {
   const sink = await startBare("bench/fixtures/block-sink.ts");
   try {
     const sinkUrl = `http://127.0.0.1:${sink.port}/rest/v0`;
-    const sim = await capacity("simulator against a protocol sink", sinkUrl, SINK, 1, 1000, { name: "sink", pid: sink.child.pid });
+    const sim = await capacity("simulator against a protocol sink", sinkUrl, SINK, 1, RAMP, { name: "sink", pid: sink.child.pid });
     const bare = await bareLoop(sinkUrl, SINK);
     process.stdout.write(`\noverhead per event at ${SINK} blocks × 1/s (same sink):\n`);
     figure("  bare HTTP loop CPU", bare.cpuUsPerEvent, "µs/event");

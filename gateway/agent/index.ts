@@ -6,4 +6,4 @@ export { MemoryOutbox, MemoryTokenStore } from "./memory.js";
 export { SqliteOutbox, type SqliteOutboxOptions } from "./sqlite-outbox.js";
 export { FileTokenStore } from "./token-file.js";
 export * from "./types.js";
-export type { UplinkOptions } from "./uplink.js";
+export type { SendWindow, UplinkOptions } from "./uplink.js";

@@ -10,7 +10,11 @@ import { Random } from "../random.js";
 import { type LoadedScenario, nodeIdFor } from "../scenario/parse.js";
 import { type FleetDispatcher, fleetDispatcher } from "./dispatcher.js";
 import { Scheduler } from "./scheduler.js";
+import { FleetSendWindow } from "./send-window.js";
 import { type SimDevice, VirtualBlock } from "./virtual-block.js";
+
+/** Kept-alive connections for the blocks' short calls (readings, snapshots). */
+const SHORT_CONNECTIONS = 128;
 
 export interface FleetOptions {
   scenario: LoadedScenario;
@@ -28,6 +32,8 @@ export class Fleet {
   readonly blocks: VirtualBlock[] = [];
   readonly scheduler: Scheduler;
   readonly http: FleetDispatcher;
+  /** Uplink cycles in flight across the fleet: twice the short-call connections (see send-window.ts). */
+  readonly window = new FleetSendWindow(2 * SHORT_CONNECTIONS);
   private readonly rng: Random;
   private rampTimer: NodeJS.Timeout | undefined;
   private started = 0;
@@ -41,7 +47,7 @@ export class Fleet {
   constructor(private readonly o: FleetOptions) {
     this.scheduler = new Scheduler(o.clock ?? Date.now);
     this.rng = new Random(o.scenario.seed);
-    this.http = fleetDispatcher();
+    this.http = fleetDispatcher(SHORT_CONNECTIONS);
     const s = o.scenario;
     for (let i = 0; i < s.blocks.count; i++) {
       const nodeId = nodeIdFor(s.blocks.node_id, s.seed, i);
@@ -51,6 +57,7 @@ export class Fleet {
           baseUrl: o.baseUrl,
           streamUrl: o.streamUrl,
           dispatcher: this.http.dispatcher,
+          window: this.window,
           scheduler: this.scheduler,
           metrics: o.metrics,
           userToken: twoLegged ? undefined : o.userToken,

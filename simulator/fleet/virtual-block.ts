@@ -4,7 +4,7 @@
  * CommandTarget that applies each command and reports the new value back as data, like hardware.
  */
 import type { Dispatcher } from "undici";
-import { BlockAgent, type CommandTarget, type Reading } from "../../gateway/agent/index.js";
+import { BlockAgent, type CommandTarget, type Reading, type SendWindow } from "../../gateway/agent/index.js";
 import { makeGuid } from "../../protocol/guid.js";
 import type { Command } from "../../protocol/payloads.js";
 import { type Generator, makeGenerator } from "../generators.js";
@@ -38,6 +38,8 @@ export interface BlockContext {
   baseUrl: string;
   streamUrl?: string;
   dispatcher: Dispatcher;
+  /** The fleet's send window (uplink cycles in flight across all blocks). */
+  window?: SendWindow;
   scheduler: Scheduler;
   metrics: Metrics;
   /** User token for the direct activation flow; undefined for a two-legged block. */
@@ -113,6 +115,7 @@ export class VirtualBlock implements CommandTarget {
       userToken: ctx.userToken,
       clock,
       backoff: { baseMs: 500, maxMs: 10_000, resetAfterMs: 10_000 },
+      uplink: ctx.window ? { window: ctx.window } : undefined,
       camera: cameraSize
         ? { take: () => Promise.resolve(cameraFrame(cameraSize.width, cameraSize.height, this.frames++)) }
         : undefined,
@@ -231,7 +234,9 @@ export class VirtualBlock implements CommandTarget {
   }
 
   private submit(readings: Reading[]): void {
-    const n = this.agent.submitMany(readings, this.name);
+    // No link name: this block is the agent's only link and owns every device it reports, so
+    // commands find it without the agent recording an owner per reading.
+    const n = this.agent.submitMany(readings);
     this.sent += n;
     this.ctx.metrics.sent(n);
   }

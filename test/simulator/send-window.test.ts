@@ -1,0 +1,104 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { BlockAgent } from "../../gateway/agent/agent.js";
+import { MemoryOutbox, MemoryTokenStore } from "../../gateway/agent/memory.js";
+import { FleetSendWindow } from "../../simulator/fleet/send-window.js";
+import { ADMIN, type LiveServer, startLiveServer, waitFor } from "../gateway/helpers.js";
+
+describe("fleet send window", () => {
+  it("hands out at most `size` slots and gives freed ones to the waiters in order", async () => {
+    const w = new FleetSendWindow(2);
+    const signal = new AbortController().signal;
+    expect(w.tryTake()).toBe(true);
+    expect(await w.take(signal)).toBe(true);
+    expect(w.tryTake()).toBe(false);
+    const order: number[] = [];
+    const a = w.take(signal).then((took) => order.push(took ? 1 : -1));
+    const b = w.take(signal).then((took) => order.push(took ? 2 : -2));
+    expect(w.waiting).toBe(2);
+    w.give();
+    await a;
+    expect(order).toEqual([1]);
+    expect(w.busy).toBe(2);
+    w.give();
+    await b;
+    expect(order).toEqual([1, 2]);
+    w.give();
+    w.give();
+    expect(w.busy).toBe(0);
+    expect(w.waiting).toBe(0);
+  });
+
+  it("lets an aborted waiter go without a slot, and skips it when a slot frees", async () => {
+    const w = new FleetSendWindow(1);
+    expect(w.tryTake()).toBe(true);
+    const gone = new AbortController();
+    const stays = new AbortController();
+    const first = w.take(gone.signal);
+    const second = w.take(stays.signal);
+    gone.abort();
+    expect(await first).toBe(false);
+    expect(w.waiting).toBe(1);
+    w.give();
+    expect(await second).toBe(true);
+    expect(w.busy).toBe(1);
+    expect(await w.take(gone.signal)).toBe(false);
+  });
+
+  it("keeps its queue bounded while it is never empty", async () => {
+    const w = new FleetSendWindow(1);
+    const signal = new AbortController().signal;
+    expect(w.tryTake()).toBe(true);
+    let pending = w.take(signal);
+    for (let i = 0; i < 5000; i++) {
+      const next = w.take(signal);
+      w.give();
+      expect(await pending).toBe(true);
+      pending = next;
+    }
+    expect(w.waiting).toBe(1);
+    expect((w as unknown as { waiters: unknown[] }).waiters.length).toBeLessThan(2100);
+  });
+
+  it("refuses a size below 1", () => {
+    expect(() => new FleetSendWindow(0)).toThrow(/size of at least 1/);
+  });
+});
+
+describe("an uplink behind a full send window", () => {
+  let srv: LiveServer;
+  const agents: BlockAgent[] = [];
+  afterEach(async () => {
+    for (const a of agents.splice(0)) await a.stop();
+    await srv.stop();
+  });
+
+  it("waits for a slot, then sends everything that arrived meanwhile in one batch", async () => {
+    srv = await startLiveServer();
+    const window = new FleetSendWindow(1);
+    const a = new BlockAgent({
+      nodeId: "WINDOWTEST0001",
+      baseUrl: srv.baseUrl,
+      outbox: new MemoryOutbox(),
+      tokens: new MemoryTokenStore(),
+      userToken: ADMIN,
+      uplink: { window },
+    });
+    agents.push(a);
+    const activated = new Promise((r) => a.once("activated", r));
+    await a.start();
+    await activated;
+    // Another block holds the only slot while these readings arrive.
+    expect(window.tryTake()).toBe(true);
+    const acks: number[] = [];
+    a.on("acked", (n: number) => acks.push(n));
+    a.submit({ G: "1", V: 0, D: 9, DA: "0" });
+    await waitFor("the uplink waits for the window", () => window.waiting === 1);
+    for (let i = 1; i < 30; i++) a.submit({ G: "1", V: 0, D: 9, DA: String(i) });
+    window.give();
+    await waitFor("30 readings acknowledged", () => a.stats().acked === 30);
+    expect(acks).toEqual([30]);
+    const points = await srv.history("WINDOWTEST0001_1_0_9");
+    expect(points.map((p) => p.v).sort((x, y) => Number(x) - Number(y))).toEqual(Array.from({ length: 30 }, (_, i) => i));
+    await waitFor("the slot is given back", () => window.busy === 0);
+  });
+});
