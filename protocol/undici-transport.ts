@@ -29,7 +29,9 @@ export class UndiciTransport implements BlockTransport {
       // origin and path without a URL object: "http://host:port" + "/rest/v0/…".
       const slashes = r.url.indexOf("//");
       const cut = slashes < 0 ? -1 : r.url.indexOf("/", slashes + 2);
-      if (slashes < 0 || !/^https?:$/.test(r.url.slice(0, slashes))) return reject(new TypeError(`not an http(s) URL: ${r.url}`));
+      if (slashes < 0 || !(r.url.startsWith("http:") || r.url.startsWith("https:")) || r.url.indexOf(":") !== slashes - 1) {
+        return reject(new TypeError(`not an http(s) URL: ${r.url}`));
+      }
       const origin = cut < 0 ? r.url : r.url.slice(0, cut);
       const path = cut < 0 ? "/" : r.url.slice(cut);
       const exchange = new Exchange(r.signal, r.maxBytes ?? Infinity, resolve, reject);

@@ -92,8 +92,9 @@ export class Activation {
   async direct(nodeId: string, userId: number): Promise<string> {
     const block = await this.store.blocks.get(nodeId);
     if (block && block.user_id !== userId) throw conflict(`block ${nodeId} is claimed by another account`);
-    await this.store.blocks.claim(nodeId, userId, this.clock(), null);
-    return this.auth.issue(userId, "block", { nodeId });
+    const { token, row } = this.auth.mint(userId, "block", { nodeId });
+    await this.store.blocks.claimWithToken(nodeId, userId, this.clock(), row);
+    return token;
   }
 
   /** Issues the token of a claimed block whose token is pending; null when there is none. */

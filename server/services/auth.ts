@@ -3,7 +3,7 @@
  * `access_token`), block tokens and the virtual block token (header `X-Service-Token`).
  */
 import { badRequest, forbidden, unauthorized } from "../errors.js";
-import type { Store, TokenKind, UserRow } from "../store/types.js";
+import type { Store, TokenKind, TokenRow, UserRow } from "../store/types.js";
 import { hashPassword, hashToken, newToken } from "./secrets.js";
 
 export interface UserPrincipal {
@@ -82,6 +82,12 @@ export class AuthService {
     return { user, token };
   }
 
+  /** A new token (given, or random) and the row that stores its hash. */
+  mint(userId: number, kind: TokenKind, opts: { token?: string | undefined; nodeId?: string; clientId?: string } = {}): { token: string; row: TokenRow } {
+    const token = opts.token ?? newToken();
+    return { token, row: { hash: hashToken(token), kind, user_id: userId, node_id: opts.nodeId ?? null, client_id: opts.clientId ?? null, created: this.clock() } };
+  }
+
   /**
    * Issues a token of a kind for a user. Personal and virtual block tokens are one per user: a new
    * one revokes the old.
@@ -91,17 +97,11 @@ export class AuthService {
     kind: TokenKind,
     opts: { token?: string | undefined; nodeId?: string; clientId?: string } = {},
   ): Promise<string> {
-    if (kind === "user" || kind === "vblock") await this.store.tokens.revoke({ user_id: userId, kind });
-    if (kind === "block" && opts.nodeId) await this.store.tokens.revoke({ node_id: opts.nodeId, kind });
-    const token = opts.token ?? newToken();
-    await this.store.tokens.put({
-      hash: hashToken(token),
-      kind,
-      user_id: userId,
-      node_id: opts.nodeId ?? null,
-      client_id: opts.clientId ?? null,
-      created: this.clock(),
-    });
+    const { token, row } = this.mint(userId, kind, opts);
+    // A new user, virtual-block or block token replaces the old one in the same transaction.
+    if (kind === "user" || kind === "vblock") await this.store.tokens.replace({ user_id: userId, kind }, row);
+    else if (kind === "block" && opts.nodeId) await this.store.tokens.replace({ node_id: opts.nodeId, kind }, row);
+    else await this.store.tokens.put(row);
     return token;
   }
 }

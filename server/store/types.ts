@@ -168,6 +168,8 @@ export interface TokensRepo {
   find(hash: string): Promise<TokenRow | null>;
   /** The row when it is in the store's read cache, without I/O; undefined when not cached. */
   peek(hash: string): TokenRow | undefined;
+  /** Deletes the tokens matching all fields of `match` and stores `row`, in one transaction. */
+  replace(match: Partial<Pick<TokenRow, "user_id" | "kind" | "node_id" | "client_id" | "hash">>, row: TokenRow): Promise<void>;
   /** Deletes every token matching all given fields; returns how many. */
   revoke(match: Partial<Pick<TokenRow, "user_id" | "kind" | "node_id" | "client_id" | "hash">>): Promise<number>;
   list(match: Partial<Pick<TokenRow, "user_id" | "kind" | "node_id" | "client_id">>): Promise<TokenRow[]>;
@@ -241,6 +243,8 @@ export interface BlocksRepo {
   list(userId: number): Promise<BlockRow[]>;
   /** Creates or re-claims the block for the user. */
   claim(nodeId: string, userId: number, now: number, pendingUntil: number | null): Promise<BlockRow>;
+  /** Claims the block for the user with no token pending, replacing its block token with `token`, in one transaction. */
+  claimWithToken(nodeId: string, userId: number, now: number, token: TokenRow): Promise<BlockRow>;
   setPending(nodeId: string, pendingUntil: number | null): Promise<void>;
   /** Removes the block with its devices, their history, queued commands and its tokens. */
   remove(nodeId: string): Promise<void>;

@@ -40,7 +40,9 @@ class SimLink implements BlockTransport {
     if (this.cut) return Promise.reject(new Error(`${kind}: connection dropped (chaos)`));
     // A drop while the call is in flight aborts it, as a pulled cable would.
     const signal = this.link(r.signal).signal;
-    return this.inner.send({ ...r, signal }).then(
+    // The request is the client's, made for this call: it takes the link's signal in place.
+    r.signal = signal;
+    return this.inner.send(r).then(
       (res) => {
         if (res.status < 200 || res.status >= 300) this.hooks.error(`${kind}_http_${res.status}`);
         return res;

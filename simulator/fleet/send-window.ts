@@ -14,8 +14,6 @@ import type { SendWindow } from "../../gateway/agent/index.js";
 
 interface Waiter {
   resolve(took: boolean): void;
-  signal: AbortSignal;
-  onAbort: () => void;
   /** Its signal aborted: skipped when a slot frees. */
   gone: boolean;
 }
@@ -25,6 +23,11 @@ export class FleetSendWindow implements SendWindow {
   private waiters: Waiter[] = [];
   private head = 0;
   private live = 0;
+  /**
+   * The waiter of each uplink's signal. An uplink keeps one signal for its life and waits at most
+   * once at a time, so each signal gets one abort listener, not an add/remove pair per wait.
+   */
+  private readonly bySignal = new WeakMap<AbortSignal, Waiter | null>();
 
   constructor(readonly size: number) {
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`the send window needs a size of at least 1, got ${size}`);
@@ -49,20 +52,25 @@ export class FleetSendWindow implements SendWindow {
   take(signal: AbortSignal): Promise<boolean> {
     if (signal.aborted) return Promise.resolve(false);
     if (this.tryTake()) return Promise.resolve(true);
-    return new Promise<boolean>((resolve) => {
-      const w: Waiter = {
-        resolve,
-        signal,
-        gone: false,
-        onAbort: () => {
+    if (!this.bySignal.has(signal)) {
+      signal.addEventListener(
+        "abort",
+        () => {
+          const w = this.bySignal.get(signal);
+          this.bySignal.delete(signal);
+          if (!w || w.gone) return;
           w.gone = true;
           this.live--;
-          resolve(false);
+          w.resolve(false);
         },
-      };
+        { once: true },
+      );
+    }
+    return new Promise<boolean>((resolve) => {
+      const w: Waiter = { resolve, gone: false };
+      this.bySignal.set(signal, w);
       this.waiters.push(w);
       this.live++;
-      signal.addEventListener("abort", w.onAbort, { once: true });
     });
   }
 
@@ -73,7 +81,7 @@ export class FleetSendWindow implements SendWindow {
       this.head++;
       if (w.gone) continue;
       this.live--;
-      w.signal.removeEventListener("abort", w.onAbort);
+      w.gone = true;
       this.compact();
       w.resolve(true);
       return;

@@ -29,6 +29,26 @@ describe("fleet scheduler", () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
+  it("keeps the order of jobs beyond the wheel's horizon, and of many jobs in one millisecond", async () => {
+    vi.useFakeTimers();
+    const s = new Scheduler();
+    const ran: string[] = [];
+    for (const [delay, name] of [[9000, "f"], [10, "a"], [4097, "d"], [4095, "c"], [5000, "e"], [10, "a2"], [200, "b"]] as const) {
+      s.after(delay, () => ran.push(name));
+    }
+    for (let i = 0; i < 500; i++) s.after(7000, () => ran.push(`x${i}`));
+    expect(s.size).toBe(507);
+    expect(vi.getTimerCount()).toBe(1);
+    await vi.advanceTimersByTimeAsync(4096);
+    expect(ran).toEqual(["a", "a2", "b", "c"]);
+    await vi.advanceTimersByTimeAsync(6000);
+    expect(ran.slice(0, 6)).toEqual(["a", "a2", "b", "c", "d", "e"]);
+    expect(ran.slice(6, 506)).toEqual(Array.from({ length: 500 }, (_, i) => `x${i}`));
+    expect(ran[506]).toBe("f");
+    expect(s.size).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
   it("a job that schedules itself with no delay runs on a later turn, not in a loop", async () => {
     vi.useFakeTimers();
     const s = new Scheduler();

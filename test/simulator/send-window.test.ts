@@ -42,6 +42,16 @@ describe("fleet send window", () => {
     expect(await second).toBe(true);
     expect(w.busy).toBe(1);
     expect(await w.take(gone.signal)).toBe(false);
+    // A served waiter whose signal aborts later keeps its slot, and the counts stay right.
+    w.give();
+    const later = new AbortController();
+    expect(await w.take(later.signal)).toBe(true);
+    const next = w.take(later.signal);
+    w.give();
+    expect(await next).toBe(true);
+    later.abort();
+    expect(w.waiting).toBe(0);
+    expect(w.busy).toBe(1);
   });
 
   it("keeps its queue bounded while it is never empty", async () => {

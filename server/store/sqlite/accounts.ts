@@ -1,5 +1,5 @@
 /** Users, tokens and blocks on SQLite. */
-import type { Database } from "better-sqlite3";
+import type { Database, Statement } from "better-sqlite3";
 import type { BlockRow, BlocksRepo, TokenRow, TokensRepo, UserRow, UsersRepo } from "../types.js";
 import type { StoreCache } from "./cache.js";
 
@@ -42,14 +42,43 @@ function where(match: Partial<Record<(typeof TOKEN_FIELDS)[number], unknown>>): 
   return { sql: parts.join(" AND "), args };
 }
 
-export function tokensRepo(db: Database, cache: StoreCache): TokensRepo {
+type TokenMatch = Parameters<TokensRepo["revoke"]>[0];
+
+/** Token writes, synchronous, for use inside the transactions of this module's repos. */
+function tokenWrites(db: Database, cache: StoreCache) {
   const insert = db.prepare(
     "INSERT INTO tokens (hash, kind, user_id, node_id, client_id, created) VALUES (@hash, @kind, @user_id, @node_id, @client_id, @created)",
   );
+  // One statement per shape of match; each returns the hashes it deleted, and only those leave the
+  // read cache (clearing it all on every activation sent a whole fleet's ingest to the slow path).
+  const revokes = new Map<string, Statement>();
+  const revoke = (match: TokenMatch): number => {
+    const w = where(match);
+    let stmt = revokes.get(w.sql);
+    if (!stmt) {
+      stmt = db.prepare(`DELETE FROM tokens WHERE ${w.sql} RETURNING hash`).pluck();
+      revokes.set(w.sql, stmt);
+    }
+    const gone = stmt.all(...w.args) as string[];
+    for (const hash of gone) cache.tokens.delete(hash);
+    return gone.length;
+  };
+  return { insert: (row: TokenRow) => insert.run(row), revoke };
+}
+
+export function tokensRepo(db: Database, cache: StoreCache): TokensRepo {
+  const writes = tokenWrites(db, cache);
   const find = db.prepare("SELECT * FROM tokens WHERE hash = ?");
+  const replace = db.transaction((match: TokenMatch, row: TokenRow) => {
+    writes.revoke(match);
+    writes.insert(row);
+  });
   return {
     async put(row) {
-      insert.run(row);
+      writes.insert(row);
+    },
+    async replace(match, row) {
+      replace(match, row);
     },
     peek(hash) {
       return cache.tokens.get(hash);
@@ -62,9 +91,7 @@ export function tokensRepo(db: Database, cache: StoreCache): TokensRepo {
       return row ?? null;
     },
     async revoke(match) {
-      const w = where(match);
-      cache.forgetTokens();
-      return db.prepare(`DELETE FROM tokens WHERE ${w.sql}`).run(...w.args).changes;
+      return writes.revoke(match);
     },
     async list(match) {
       const w = where(match);
@@ -82,6 +109,14 @@ export function blocksRepo(db: Database, cache: StoreCache): BlocksRepo {
     ON CONFLICT (node_id) DO UPDATE SET user_id = excluded.user_id, token_pending_until = excluded.token_pending_until
     RETURNING *`);
   const setPending = db.prepare("UPDATE blocks SET token_pending_until = ? WHERE node_id = ?");
+  const tokens = tokenWrites(db, cache);
+  // The direct flow's claim and its new token: one transaction, so one flush per activation.
+  const claimWithToken = db.transaction((nodeId: string, userId: number, now: number, row: TokenRow): BlockRow => {
+    const block = claim.get({ node: nodeId, user: userId, now, pending: null }) as BlockRow;
+    tokens.revoke({ node_id: nodeId, kind: "block" });
+    tokens.insert(row);
+    return block;
+  });
   const removeAll = db.transaction((nodeId: string) => {
     const ids = db.prepare("SELECT id FROM devices WHERE node_id = ?").pluck().all(nodeId) as number[];
     const delReadings = db.prepare("DELETE FROM readings WHERE device_id = ?");
@@ -106,11 +141,14 @@ export function blocksRepo(db: Database, cache: StoreCache): BlocksRepo {
     async claim(nodeId, userId, now, pendingUntil) {
       return claim.get({ node: nodeId, user: userId, now, pending: pendingUntil }) as BlockRow;
     },
+    async claimWithToken(nodeId, userId, now, token) {
+      return claimWithToken(nodeId, userId, now, token);
+    },
     async setPending(nodeId, pendingUntil) {
       setPending.run(pendingUntil, nodeId);
     },
     async remove(nodeId) {
-      removeAll(nodeId);
+      removeAll.immediate(nodeId);
       cache.forgetTokens();
       cache.forgetDevices();
     },

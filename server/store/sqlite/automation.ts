@@ -163,7 +163,7 @@ export function rulesRepo(db: Database): RulesRepo {
       return remove.run(id).changes > 0;
     },
     async addRuns(runs, keep) {
-      if (runs.length > 0) addRuns(runs, keep);
+      if (runs.length > 0) addRuns.immediate(runs, keep);
     },
     async runs(ruleId) {
       return runs.all(ruleId) as RuleRunRow[];

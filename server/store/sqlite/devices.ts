@@ -42,7 +42,7 @@ export function devicesRepo(db: Database, cache: StoreCache): DevicesRepo {
       setMeta.run(meta, id);
     },
     async remove(id) {
-      remove(id);
+      remove.immediate(id);
       cache.forgetDevices();
     },
   };

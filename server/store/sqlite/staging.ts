@@ -8,7 +8,7 @@
  * reads or deletes readings, so that readers only ever look at `readings`. A crash between two
  * moves leaves the rows staged, and the next start moves them.
  */
-import type { Database, Statement } from "better-sqlite3";
+import type { Database, Statement, Transaction } from "better-sqlite3";
 
 export interface StagingOptions {
   /** Staged rows that trigger a move on the next turn of the event loop. Default 1000. */
@@ -29,7 +29,7 @@ export class ReadingsStaging {
   private readonly timer: NodeJS.Timeout | undefined;
   private readonly threshold: number;
   private readonly insert: Statement;
-  private readonly moveAll: () => void;
+  private readonly moveAll: Transaction<() => void>;
   /** Counters for tests and the benchmark. */
   readonly stats = { moves: 0, moved: 0, failures: 0 };
 
@@ -80,7 +80,9 @@ export class ReadingsStaging {
   /** Moves every staged row into `readings` now. Readers and deleters call this first. */
   flush(): void {
     if (this.pending === 0 && !this.elsewhere) return;
-    this.moveAll();
+    // IMMEDIATE: with two connections writing, a transaction that reads before it writes fails at
+    // once ("database is locked") if the other one commits in between; this one waits its turn.
+    this.moveAll.immediate();
     this.pending = 0;
   }
 
