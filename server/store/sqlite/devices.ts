@@ -138,7 +138,10 @@ export function ingestTransaction(
   const commit = (batch: IngestEvent[], now: number): IngestResult[] => {
     let results: IngestResult[];
     try {
-      results = commitTx(batch, now);
+      // BEGIN IMMEDIATE: the write lock is taken (waiting for it) before the first read. A deferred
+      // transaction that read first fails at once with "database is locked" when the other
+      // connection committed meanwhile (the read snapshot cannot become a write), busy_timeout or not.
+      results = commitTx.immediate(batch, now);
     } catch (err) {
       cache.touched.clear(); // the touches of a rolled-back batch did not happen
       throw err;
