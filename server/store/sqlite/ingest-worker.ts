@@ -2,28 +2,29 @@
  * The ingest thread's side (see ingest-thread.ts): a connection of its own with
  * `synchronous=NORMAL`, the ingest transaction, the staged-row mover, and an fdatasync of the WAL
  * after each commit and before the results go back, so a batch is answered only once durable.
+ * The thread has nothing else to do: it sleeps on the shared counter of published records
+ * (ingest-channel.ts) instead of running an event loop, and every record published while it
+ * committed and flushed goes into its next transaction and flush.
  */
 import { closeSync, fdatasyncSync, fsyncSync, openSync } from "node:fs";
 import { dirname } from "node:path";
-import { parentPort, workerData } from "node:worker_threads";
+import { workerData } from "node:worker_threads";
 import Database from "better-sqlite3";
 import type { IngestEvent } from "../types.js";
 import { StoreCache } from "./cache.js";
 import { ingestTransaction } from "./devices.js";
-import type { WorkerMessage } from "./ingest-thread.js";
+import { CLOSE, Channel, type ChannelMemory, DONE, PUBLISHED } from "./ingest-channel.js";
 import { ReadingsStaging } from "./staging.js";
 
-type Request = { type: "commit"; id: number; batch: IngestEvent[]; now: number } | { type: "close" };
-
-const port = parentPort;
-if (!port) throw new Error("ingest-worker.ts runs as a worker thread");
-const file = (workerData as { file: string }).file;
+const { file, memory } = workerData as { file: string; memory: ChannelMemory };
+const channel = new Channel(memory);
+const control = channel.control;
 const db = new Database(file);
 db.pragma("journal_mode = WAL");
 db.pragma("synchronous = NORMAL");
 db.pragma("foreign_keys = ON");
 db.pragma("busy_timeout = 5000");
-const staging = new ReadingsStaging(db);
+const staging = new ReadingsStaging(db, { manual: true });
 const ingest = ingestTransaction(db, new StoreCache(), staging, false);
 let walFd: number | null = null;
 
@@ -42,48 +43,41 @@ function flushWal(): void {
   fdatasyncSync(walFd);
 }
 
-const post = (m: WorkerMessage): void => port.postMessage(m);
+let seen = 0;
+let answered = 0;
 
-type Commit = Extract<Request, { type: "commit" }>;
-let queued: Commit[] = [];
-let scheduled = false;
-
-/**
- * Commits every batch that arrived since the last turn in one transaction and one flush: while
- * this thread waits for the disk, the main thread keeps posting, and the next turn takes them all.
- */
-function drain(): void {
-  scheduled = false;
-  const taken = queued;
-  queued = [];
+/** Commits every record published since the last one in one transaction and one flush. */
+function commitPublished(published: number): void {
   const batch: IngestEvent[] = [];
-  for (const c of taken) for (const e of c.batch) batch.push(e);
-  const now = (taken[taken.length - 1] as Commit).now;
+  let now = 0;
+  while (seen !== published) {
+    now = channel.read(seen, batch);
+    seen = (seen + 1) | 0;
+  }
   try {
     const results = ingest.commit(batch, now);
     flushWal();
-    let i = 0;
-    for (const c of taken) {
-      post({ type: "results", id: c.id, results: results.slice(i, i + c.batch.length) });
-      i += c.batch.length;
-    }
+    results.forEach((r, i) => channel.setResult((answered + i) | 0, r));
   } catch (err) {
-    for (const c of taken) post({ type: "failed", id: c.id, message: (err as Error).message });
+    channel.setError((err as Error).message);
+    for (let i = 0; i < batch.length; i++) channel.setFailed((answered + i) | 0);
   }
+  answered = (answered + batch.length) | 0;
+  Atomics.store(control, DONE, answered);
+  Atomics.notify(control, DONE);
 }
 
-port.on("message", (m: Request) => {
-  if (m.type === "commit") {
-    queued.push(m);
-    if (!scheduled) {
-      scheduled = true;
-      setImmediate(drain);
-    }
-    return;
+for (;;) {
+  const published = Atomics.load(control, PUBLISHED);
+  if (published !== seen) {
+    commitPublished(published);
+  } else if (Atomics.load(control, CLOSE) === 1) {
+    break;
+  } else {
+    Atomics.wait(control, PUBLISHED, seen, staging.dueIn(Date.now()));
   }
-  if (queued.length > 0) drain();
-  staging.close();
-  if (walFd !== null) closeSync(walFd);
-  db.close();
-  port.close();
-});
+  staging.moveIfDue(Date.now());
+}
+staging.close();
+if (walFd !== null) closeSync(walFd);
+db.close();

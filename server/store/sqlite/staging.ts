@@ -20,11 +20,21 @@ export interface StagingOptions {
    * this one only moves what it finds when flush() is called (before reads and deletions).
    */
   stagedElsewhere?: boolean;
+  /**
+   * No timer and no scheduling: the owner calls moveIfDue() (the ingest thread, which blocks on
+   * shared memory instead of running an event loop).
+   */
+  manual?: boolean;
 }
 
 export class ReadingsStaging {
   private pending: number;
   private readonly elsewhere: boolean;
+  private readonly manual: boolean;
+  private readonly intervalMs: number;
+  private lastMove = Date.now();
+  /** After a failed move, the next one waits an interval (manual mode). */
+  private notBefore = 0;
   private scheduled = false;
   private readonly timer: NodeJS.Timeout | undefined;
   private readonly threshold: number;
@@ -55,8 +65,10 @@ export class ReadingsStaging {
     });
     this.pending = db.prepare("SELECT count(*) FROM readings_staged").pluck().get() as number;
     this.elsewhere = options.stagedElsewhere ?? false;
-    if (db.memory || options.intervalMs === 0 || this.elsewhere) return;
-    this.timer = setInterval(() => this.background(), options.intervalMs ?? 1000);
+    this.manual = options.manual ?? false;
+    this.intervalMs = options.intervalMs ?? 1000;
+    if (db.memory || this.intervalMs === 0 || this.elsewhere || this.manual) return;
+    this.timer = setInterval(() => this.background(), this.intervalMs);
     this.timer.unref();
   }
 
@@ -68,7 +80,7 @@ export class ReadingsStaging {
   /** Records that a transaction with `n` staged rows committed. */
   committed(n: number): void {
     this.pending += n;
-    if (this.pending >= this.threshold && !this.scheduled) {
+    if (this.pending >= this.threshold && !this.scheduled && !this.manual) {
       this.scheduled = true;
       setImmediate(() => {
         this.scheduled = false;
@@ -84,6 +96,19 @@ export class ReadingsStaging {
     // once ("database is locked") if the other one commits in between; this one waits its turn.
     this.moveAll.immediate();
     this.pending = 0;
+    this.lastMove = Date.now();
+  }
+
+  /** Manual mode: ms until a move is due (0: now), or Infinity while nothing is staged. */
+  dueIn(now: number): number {
+    if (this.pending === 0) return Infinity;
+    const at = this.pending >= this.threshold ? this.notBefore : Math.max(this.notBefore, this.lastMove + this.intervalMs);
+    return Math.max(0, at - now);
+  }
+
+  /** Manual mode: moves the staged rows if the threshold or the interval says so. */
+  moveIfDue(now: number): void {
+    if (this.dueIn(now) === 0) this.background();
   }
 
   /** Stops the timer and moves what is left (before the database is closed). */
@@ -100,6 +125,7 @@ export class ReadingsStaging {
       // SQLITE_BUSY from another process, or a full disk: the rows stay staged, readers still find
       // them after their own flush, and the next tick tries again.
       this.stats.failures++;
+      this.notBefore = Date.now() + this.intervalMs;
     }
   }
 }

@@ -1,0 +1,196 @@
+/**
+ * The shared memory between the event loop and the ingest thread (ingest-thread.ts, ingest-worker.ts).
+ * Posting each batch as a message cost the event loop a structured clone of every event object
+ * (about 2.3 µs an event), and each answer a message of its own, with a wake-up of the other
+ * thread's event loop on both sides. Here the event loop writes events into a ring of bytes in a
+ * SharedArrayBuffer and bumps a counter; the ingest thread, which has nothing else to do, sleeps
+ * on that counter (Atomics.wait), reads every record published meanwhile, commits and flushes them,
+ * writes one result per event into a second shared array and bumps a second counter, which the
+ * event loop watches with Atomics.waitAsync.
+ *
+ * Layout:
+ *  - control (Int32): PUBLISHED (records written so far), DONE (events answered so far), CLOSE;
+ *    counters wrap at 2^32 and are compared for equality only;
+ *  - ring: records, each 8-byte aligned: u32 event count, u32 unused, f64 now, the events. A
+ *    record follows the previous one, or starts again at 0 when the ring's end is too near. The
+ *    writer only reuses bytes whose events have been answered, so the reader never sees them
+ *    change;
+ *  - offsets (Int32): where each record starts, at (record sequence number mod slots);
+ *  - results (Int32): two per event, at (event sequence number mod slots, a power of two): device
+ *    id and state;
+ *  - error: the message of the last failed transaction (u32 length, UTF-8), for the rejections.
+ * An event: u8 kind, u8 flags (num, key, payload present), f64 userId, V, D, num, ts, then
+ * length-prefixed UTF-8 strings: node, guid, G, DA, the key and the config payload as JSON when
+ * present.
+ */
+import type { IngestEvent, IngestResult } from "../types.js";
+
+export const PUBLISHED = 0;
+export const DONE = 1;
+export const CLOSE = 2;
+
+/** Result states. */
+const FOUND = 0;
+const CREATED = 1;
+const DUPLICATE = 2;
+const FAILED = 3;
+
+const HEADER = 16;
+const FIXED = 2 + 5 * 8;
+const KINDS: IngestEvent["kind"][] = ["data", "heartbeat", "config"];
+const HAS_NUM = 1;
+const HAS_KEY = 2;
+const HAS_PAYLOAD = 4;
+const ERROR_BYTES = 1024;
+
+export interface ChannelMemory {
+  control: SharedArrayBuffer;
+  ring: SharedArrayBuffer;
+  offsets: SharedArrayBuffer;
+  results: SharedArrayBuffer;
+  error: SharedArrayBuffer;
+}
+
+/** Views over a ChannelMemory, on either side. */
+export class Channel {
+  readonly control: Int32Array;
+  readonly ring: Buffer;
+  readonly offsets: Int32Array;
+  readonly results: Int32Array;
+  readonly slots: number;
+  private readonly error: Buffer;
+
+  constructor(readonly memory: ChannelMemory) {
+    this.control = new Int32Array(memory.control);
+    this.ring = Buffer.from(memory.ring);
+    this.offsets = new Int32Array(memory.offsets);
+    this.results = new Int32Array(memory.results);
+    this.slots = this.results.length / 2;
+    this.error = Buffer.from(memory.error);
+  }
+
+  static create(ringBytes: number, slots: number): Channel {
+    return new Channel({
+      control: new SharedArrayBuffer(4 * 4),
+      ring: new SharedArrayBuffer(ringBytes),
+      offsets: new SharedArrayBuffer(slots * 4),
+      results: new SharedArrayBuffer(slots * 2 * 4),
+      error: new SharedArrayBuffer(ERROR_BYTES),
+    });
+  }
+
+  /**
+   * Writes events[from...] as record number `seq` at `at`: as many as fit before `limit`, at most
+   * `max` (none when the first does not fit). Returns the count written and the offset after it.
+   */
+  write(seq: number, at: number, limit: number, events: IngestEvent[], from: number, max: number, now: number): { count: number; end: number } {
+    const buf = this.ring;
+    let pos = at + HEADER;
+    let count = 0;
+    const last = Math.min(events.length, from + max);
+    for (let i = from; i < last; i++) {
+      const end = writeEvent(buf, pos, limit, events[i] as IngestEvent);
+      if (end < 0) break;
+      pos = end;
+      count++;
+    }
+    if (count === 0) return { count, end: at };
+    buf.writeUInt32LE(count, at);
+    buf.writeDoubleLE(now, at + 8);
+    this.offsets[seq & (this.slots - 1)] = at;
+    return { count, end: align(pos) };
+  }
+
+  /** Reads record number `seq`, appending its events; returns its `now`. */
+  read(seq: number, into: IngestEvent[]): number {
+    const buf = this.ring;
+    const at = this.offsets[seq & (this.slots - 1)] as number;
+    const count = buf.readUInt32LE(at);
+    let pos = at + HEADER;
+    for (let i = 0; i < count; i++) pos = readEvent(buf, pos, into);
+    return buf.readDoubleLE(at + 8);
+  }
+
+  setResult(seq: number, r: IngestResult): void {
+    const i = (seq & (this.slots - 1)) * 2;
+    this.results[i] = r.deviceId;
+    this.results[i + 1] = r.duplicate ? DUPLICATE : r.created ? CREATED : FOUND;
+  }
+
+  setFailed(seq: number): void {
+    this.results[(seq & (this.slots - 1)) * 2 + 1] = FAILED;
+  }
+
+  /** The result of event `seq`, or null if its transaction failed. */
+  result(seq: number): IngestResult | null {
+    const i = (seq & (this.slots - 1)) * 2;
+    const state = this.results[i + 1];
+    if (state === FAILED) return null;
+    return { deviceId: this.results[i] as number, created: state === CREATED, duplicate: state === DUPLICATE };
+  }
+
+  setError(message: string): void {
+    const n = this.error.write(message, 4, ERROR_BYTES - 4);
+    this.error.writeUInt32LE(n, 0);
+  }
+
+  errorMessage(): string {
+    return this.error.toString("utf8", 4, 4 + this.error.readUInt32LE(0));
+  }
+}
+
+const align = (n: number): number => (n + 7) & ~7;
+
+/** Writes a length-prefixed string; -1 when it might not fit before `limit`. */
+function writeString(buf: Buffer, pos: number, limit: number, s: string): number {
+  if (pos + 4 + s.length * 3 > limit) return -1;
+  const n = buf.write(s, pos + 4);
+  buf.writeUInt32LE(n, pos);
+  return pos + 4 + n;
+}
+
+function writeEvent(buf: Buffer, pos: number, limit: number, e: IngestEvent): number {
+  if (pos + FIXED > limit) return -1;
+  const payload = e.payload === undefined ? undefined : JSON.stringify(e.payload);
+  const flags = (e.num === null ? 0 : HAS_NUM) | (e.key === undefined ? 0 : HAS_KEY) | (payload === undefined ? 0 : HAS_PAYLOAD);
+  buf[pos] = KINDS.indexOf(e.kind);
+  buf[pos + 1] = flags;
+  buf.writeDoubleLE(e.userId, pos + 2);
+  buf.writeDoubleLE(e.V, pos + 10);
+  buf.writeDoubleLE(e.D, pos + 18);
+  buf.writeDoubleLE(e.num ?? 0, pos + 26);
+  buf.writeDoubleLE(e.ts, pos + 34);
+  pos += FIXED;
+  pos = writeString(buf, pos, limit, e.node);
+  if (pos >= 0) pos = writeString(buf, pos, limit, e.guid);
+  if (pos >= 0) pos = writeString(buf, pos, limit, e.G);
+  if (pos >= 0) pos = writeString(buf, pos, limit, e.DA);
+  if (pos >= 0 && e.key !== undefined) pos = writeString(buf, pos, limit, e.key);
+  if (pos >= 0 && payload !== undefined) pos = writeString(buf, pos, limit, payload);
+  return pos;
+}
+
+function readEvent(buf: Buffer, pos: number, into: IngestEvent[]): number {
+  const kind = KINDS[buf[pos] as number] as IngestEvent["kind"];
+  const flags = buf[pos + 1] as number;
+  const userId = buf.readDoubleLE(pos + 2);
+  const V = buf.readDoubleLE(pos + 10);
+  const D = buf.readDoubleLE(pos + 18);
+  const num = flags & HAS_NUM ? buf.readDoubleLE(pos + 26) : null;
+  const ts = buf.readDoubleLE(pos + 34);
+  pos += FIXED;
+  const next = (): string => {
+    const n = buf.readUInt32LE(pos);
+    const s = buf.toString("utf8", pos + 4, pos + 4 + n);
+    pos += 4 + n;
+    return s;
+  };
+  const node = next();
+  const guid = next();
+  const G = next();
+  const DA = next();
+  const key = flags & HAS_KEY ? next() : undefined;
+  const payload = flags & HAS_PAYLOAD ? (JSON.parse(next()) as Record<string, unknown>) : undefined;
+  into.push({ kind, userId, node, guid, G, V, D, DA, num, ts, key, payload });
+  return pos;
+}
