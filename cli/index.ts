@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** `blockkit`: one command line for the server, the gateway, the simulator and the API. */
 import { runCli } from "./program.js";
+import { respawn, wantsRespawn } from "./respawn.js";
 
 // `blockkit devices | head -1`: the reader went away; that is the end of the output, not a crash.
 process.stdout.on("error", (err: NodeJS.ErrnoException) => {
@@ -8,7 +9,7 @@ process.stdout.on("error", (err: NodeJS.ErrnoException) => {
   throw err;
 });
 
-runCli(process.argv).then(
+(wantsRespawn(process.argv) ? respawn(process.argv) : runCli(process.argv)).then(
   (code) => {
     // Success leaves long-running commands (server, gateway) running; a failure ends the process.
     if (code !== 0) process.exit(code);

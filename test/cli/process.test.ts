@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { wantsRespawn } from "../../cli/respawn.js";
 import type { DeviceJson } from "../../protocol/api-types.js";
 import { ROOT } from "../helpers/process.js";
 import { type Live, TOKEN, startLive } from "./helpers.js";
@@ -56,5 +57,49 @@ describe("the blockkit process", () => {
     expect((await live.run(["rules", "show", rid, "--json"])).stdout).toContain('"shortName":"From a pipe"');
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('"fortnight" is not an interval');
+  });
+});
+
+describe("blockkit sim's own process", () => {
+  it("is started again with a larger young generation, unless one is given", () => {
+    const argv = (...a: string[]) => ["node", "blockkit", ...a];
+    expect(wantsRespawn(argv("sim", "--blocks", "5"), {}, [])).toBe(true);
+    expect(wantsRespawn(argv("sim", "replay", "f.jsonl"), {}, [])).toBe(false);
+    expect(wantsRespawn(argv("server"), {}, [])).toBe(false);
+    expect(wantsRespawn(argv("sim"), { BLOCKKIT_SIM_CHILD: "1" }, [])).toBe(false);
+    expect(wantsRespawn(argv("sim"), {}, ["--max-semi-space-size=64"])).toBe(false);
+    expect(wantsRespawn(argv("sim"), { NODE_OPTIONS: "--max-semi-space-size=16" }, [])).toBe(false);
+  });
+
+  it("passes the child's exit code on, and a usage error still exits 2", { timeout: 25_000 }, async () => {
+    const bad = await blockkit(["sim", "--blocks", "zero", "--headless"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--blocks");
+  });
+
+  it("forwards SIGTERM to the simulator, which stops cleanly", { timeout: 30_000 }, async () => {
+    const live = await startLive();
+    try {
+      const child = spawn(process.execPath, ["--import", "tsx", "cli/index.ts", "sim", "--headless", "--blocks", "3", "--duration", "60", "--progress", "0.5", "--server", live.urls.baseUrl, "--token", TOKEN], {
+        cwd: ROOT,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stderr = "";
+      const running = new Promise<void>((resolve) => {
+        child.stderr.on("data", (c: Buffer) => {
+          stderr += c.toString();
+          if (/\] blocks 3\/3 sent/.test(stderr)) resolve();
+        });
+      });
+      await running;
+      const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+      child.kill("SIGTERM");
+      const code = await exited;
+      // The child stopped as on a SIGTERM of its own: it measured, printed its summary and exited 0.
+      expect(code, stderr).toBe(0);
+      expect(stderr).toMatch(/blocks 3\/3 activated, events \d+\/\d+ acked/);
+    } finally {
+      await live.close();
+    }
   });
 });
