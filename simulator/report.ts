@@ -6,6 +6,7 @@
 import { writeFileSync } from "node:fs";
 import type { LoadSummary } from "./metrics/load.js";
 import type { MetricsSnapshot } from "./metrics/metrics.js";
+import type { WindowSummary } from "./fleet/send-window.js";
 import type { LoadedScenario } from "./scenario/parse.js";
 import { type ThresholdMetric, type ThresholdResult, checkThresholds } from "./scenario/thresholds.js";
 
@@ -31,6 +32,7 @@ export interface Report {
   simulator: LoadSummary & {
     /** CPU of the simulator per event acknowledged in the measured window, microseconds. */
     cpu_us_per_event: number | null;
+    send_window: WindowSummary;
     bottleneck: Bottleneck;
     reason: string;
   };
@@ -51,6 +53,8 @@ export interface ReportInput {
   callbackDevices: number;
   /** Commands still in flight when the run ended (not counted as lost). */
   commandsInFlight: number;
+  /** The fleet's send window over the measured window. */
+  window: WindowSummary;
 }
 
 /** Above these the simulator itself limits the run. */
@@ -59,6 +63,22 @@ const LOOP_DELAY_LIMIT_MS = 100;
 
 function bottleneck(i: ReportInput): { bottleneck: Bottleneck; reason: string } {
   const l = i.load;
+  // A full send window: readings waited in the simulator for a slot, so their latency says little;
+  // how long each cycle held its slot, against the simulator's own stalls, says who was slow.
+  const w = i.window;
+  if (w.full_percent >= 50 && w.cycle_ms !== null) {
+    const full = `the send window (${w.size} requests in flight) was full ${w.full_percent}% of the time, each request held its slot ${w.cycle_ms} ms`;
+    if (l.cpu_percent >= CPU_LIMIT_PERCENT) {
+      return { bottleneck: "simulator", reason: `${full}; simulator CPU ${l.cpu_percent}% of a core: run more simulator processes` };
+    }
+    if (w.cycle_ms > 5 * l.loop_delay_p99_ms) {
+      return { bottleneck: "server", reason: `${full}, far above the simulator's event-loop delay p99 ${l.loop_delay_p99_ms} ms: the server answers slowly` };
+    }
+    return {
+      bottleneck: "simulator",
+      reason: `${full}, close to the simulator's own event-loop delay p99 ${l.loop_delay_p99_ms} ms: answers wait for the simulator's event loop`,
+    };
+  }
   const c = i.metrics.counters;
   const backlog = c.events_sent - c.events_acked - c.errors;
   const p50 = i.metrics.ingest.p50 ?? 0;
@@ -129,6 +149,7 @@ export function buildReport(i: ReportInput): Report {
     events_per_s: i.measuredMs > 0 ? Math.round((i.measuredAcked / i.measuredMs) * 1e5) / 100 : 0,
     simulator: {
       ...i.load,
+      send_window: i.window,
       cpu_us_per_event: i.measuredAcked > 0 ? Math.round(((i.load.cpu_user_ms + i.load.cpu_system_ms) * 1e5) / i.measuredAcked) / 100 : null,
       ...bottleneck(i),
     },

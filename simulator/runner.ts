@@ -130,6 +130,7 @@ export class SimRunner {
       this.measureStart = this.clock();
       this.ackedAtStart = this.metrics.counters.events_acked;
       this.load.mark();
+      this.fleet.window.resetStats();
       this.chaos.start(s.chaos);
       await Promise.race([this.untilMeasured(s.duration_s * 1000), ended]);
     }
@@ -224,6 +225,7 @@ export class SimRunner {
       measuredAcked,
       callbackDevices: this.callbacks.registered.length,
       commandsInFlight: this.commands.inFlight,
+      window: this.fleet.window.summary(),
     });
     this.phase = "done";
     return report;

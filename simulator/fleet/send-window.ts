@@ -18,8 +18,26 @@ interface Waiter {
   gone: boolean;
 }
 
+/** How the window was used since the last reset (for the report's "limited by" verdict). */
+export interface WindowSummary {
+  size: number;
+  /** Share of the time every slot was taken, percent. */
+  full_percent: number;
+  mean_in_flight: number;
+  /** Cycles (requests) that ended. */
+  cycles: number;
+  /** Mean time a cycle held its slot, ms (Little's law: mean in flight / completion rate). */
+  cycle_ms: number | null;
+}
+
 export class FleetSendWindow implements SendWindow {
   private inFlight = 0;
+  /** Time accounting since the last reset: in-flight × ms, ms full, cycles ended. */
+  private since = performance.now();
+  private changedAt = this.since;
+  private inFlightMs = 0;
+  private fullMs = 0;
+  private ended = 0;
   private waiters: Waiter[] = [];
   private head = 0;
   private live = 0;
@@ -45,8 +63,37 @@ export class FleetSendWindow implements SendWindow {
 
   tryTake(): boolean {
     if (this.inFlight >= this.size) return false;
+    this.account();
     this.inFlight++;
     return true;
+  }
+
+  /** Starts the time accounting anew (the measured window begins). */
+  resetStats(): void {
+    this.since = this.changedAt = performance.now();
+    this.inFlightMs = this.fullMs = this.ended = 0;
+  }
+
+  summary(): WindowSummary {
+    this.account();
+    const ms = this.changedAt - this.since;
+    const mean = ms > 0 ? this.inFlightMs / ms : 0;
+    return {
+      size: this.size,
+      full_percent: ms > 0 ? Math.round((1000 * this.fullMs) / ms) / 10 : 0,
+      mean_in_flight: Math.round(mean * 10) / 10,
+      cycles: this.ended,
+      cycle_ms: this.ended > 0 ? Math.round((100 * this.inFlightMs) / this.ended) / 100 : null,
+    };
+  }
+
+  /** Adds the time since the last change at the current occupancy. */
+  private account(): void {
+    const now = performance.now();
+    const dt = now - this.changedAt;
+    this.inFlightMs += this.inFlight * dt;
+    if (this.inFlight >= this.size) this.fullMs += dt;
+    this.changedAt = now;
   }
 
   take(signal: AbortSignal): Promise<boolean> {
@@ -75,6 +122,7 @@ export class FleetSendWindow implements SendWindow {
   }
 
   give(): void {
+    this.ended++;
     // The slot goes straight to the oldest waiter still waiting, if any.
     while (this.head < this.waiters.length) {
       const w = this.waiters[this.head] as Waiter;
@@ -87,6 +135,7 @@ export class FleetSendWindow implements SendWindow {
       return;
     }
     this.compact();
+    this.account();
     this.inFlight--;
   }
 

@@ -69,6 +69,24 @@ describe("fleet send window", () => {
     expect((w as unknown as { waiters: unknown[] }).waiters.length).toBeLessThan(2100);
   });
 
+  it("accounts for how full it was and how long each request held its slot", async () => {
+    const w = new FleetSendWindow(2);
+    w.resetStats();
+    expect(w.tryTake()).toBe(true);
+    expect(w.tryTake()).toBe(true);
+    await new Promise((r) => setTimeout(r, 40));
+    w.give();
+    w.give();
+    const s = w.summary();
+    expect(s.size).toBe(2);
+    expect(s.cycles).toBe(2);
+    expect(s.full_percent).toBeGreaterThan(80);
+    expect(s.cycle_ms).toBeGreaterThanOrEqual(35);
+    expect(s.mean_in_flight).toBeGreaterThan(1.5);
+    w.resetStats();
+    expect(w.summary()).toMatchObject({ cycles: 0, cycle_ms: null, full_percent: 0 });
+  });
+
   it("refuses a size below 1", () => {
     expect(() => new FleetSendWindow(0)).toThrow(/size of at least 1/);
   });
