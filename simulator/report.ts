@@ -66,12 +66,14 @@ function bottleneck(i: ReportInput): { bottleneck: Bottleneck; reason: string } 
   // A full send window: readings waited in the simulator for a slot, so their latency says little;
   // how long each cycle held its slot, against the simulator's own stalls, says who was slow.
   const w = i.window;
-  if (w.full_percent >= 50 && w.cycle_ms !== null) {
-    const full = `the send window (${w.size} requests in flight) was full ${w.full_percent}% of the time, each request held its slot ${w.cycle_ms} ms`;
+  if (w.full_percent >= 50 && w.cycle_ms !== null && w.exchange_ms !== null) {
+    const full =
+      `the send window (${w.size} requests in flight) was full ${w.full_percent}% of the time, each request held its slot ${w.cycle_ms} ms` +
+      (w.exchange_ms < w.cycle_ms ? ` (${w.exchange_ms} ms of it on a connection)` : "");
     if (l.cpu_percent >= CPU_LIMIT_PERCENT) {
       return { bottleneck: "simulator", reason: `${full}; simulator CPU ${l.cpu_percent}% of a core: run more simulator processes` };
     }
-    if (w.cycle_ms > 5 * l.loop_delay_p99_ms) {
+    if (w.exchange_ms > 5 * l.loop_delay_p99_ms) {
       return { bottleneck: "server", reason: `${full}, far above the simulator's event-loop delay p99 ${l.loop_delay_p99_ms} ms: the server answers slowly` };
     }
     return {

@@ -33,7 +33,7 @@ export class Fleet {
   readonly scheduler: Scheduler;
   readonly http: FleetDispatcher;
   /** Uplink cycles in flight across the fleet: twice the short-call connections (see send-window.ts). */
-  readonly window = new FleetSendWindow(2 * SHORT_CONNECTIONS);
+  readonly window = new FleetSendWindow(2 * SHORT_CONNECTIONS, SHORT_CONNECTIONS);
   private readonly rng: Random;
   private rampTimer: NodeJS.Timeout | undefined;
   private started = 0;

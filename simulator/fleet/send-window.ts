@@ -28,6 +28,11 @@ export interface WindowSummary {
   cycles: number;
   /** Mean time a cycle held its slot, ms (Little's law: mean in flight / completion rate). */
   cycle_ms: number | null;
+  /**
+   * The part of it spent on a connection, ms: with more requests in flight than connections, the
+   * rest waited in the pool for one (cycle_ms × connections / mean in flight).
+   */
+  exchange_ms: number | null;
 }
 
 export class FleetSendWindow implements SendWindow {
@@ -47,7 +52,11 @@ export class FleetSendWindow implements SendWindow {
    */
   private readonly bySignal = new WeakMap<AbortSignal, Waiter | null>();
 
-  constructor(readonly size: number) {
+  constructor(
+    readonly size: number,
+    /** The connections the requests share (for exchange_ms); default: one per slot. */
+    private readonly connections = size,
+  ) {
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`the send window needs a size of at least 1, got ${size}`);
   }
 
@@ -84,6 +93,7 @@ export class FleetSendWindow implements SendWindow {
       mean_in_flight: Math.round(mean * 10) / 10,
       cycles: this.ended,
       cycle_ms: this.ended > 0 ? Math.round((100 * this.inFlightMs) / this.ended) / 100 : null,
+      exchange_ms: this.ended > 0 ? Math.round((100 * this.inFlightMs * Math.min(1, this.connections / Math.max(mean, 1e-9))) / this.ended) / 100 : null,
     };
   }
 

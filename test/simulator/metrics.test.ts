@@ -88,7 +88,7 @@ describe("report", () => {
       measuredAcked: 100,
       callbackDevices: 0,
       commandsInFlight: 0,
-      window: { size: 256, full_percent: 0, mean_in_flight: 0.5, cycles: 100, cycle_ms: 2 },
+      window: { size: 256, full_percent: 0, mean_in_flight: 0.5, cycles: 100, cycle_ms: 2, exchange_ms: 2 },
     };
   };
 
@@ -128,12 +128,16 @@ describe("report", () => {
     const queued = input(0);
     queued.metrics.ingest.p50 = 900;
     queued.metrics.ingest.p99 = 1500;
-    const full = { size: 256, full_percent: 80, mean_in_flight: 250, cycles: 40_000, cycle_ms: 25 };
+    const full = { size: 256, full_percent: 80, mean_in_flight: 250, cycles: 40_000, cycle_ms: 25, exchange_ms: 25 };
     const loopBound = buildReport({ ...queued, window: full, load: { ...queued.load, cpu_percent: 70, loop_delay_p99_ms: 40 } });
     expect(loopBound.simulator.bottleneck).toBe("simulator");
     expect(loopBound.simulator.reason).toMatch(/send window \(256 requests in flight\) was full 80% of the time, each request held its slot 25 ms, close to the simulator's own event-loop delay/);
     expect(loopBound.simulator.send_window).toEqual(full);
-    const slowServer = buildReport({ ...queued, window: { ...full, cycle_ms: 400 }, load: { ...queued.load, cpu_percent: 30, loop_delay_p99_ms: 20 } });
+    // Slots held long because requests queued for one of fewer connections: still the simulator's loop.
+    const pooled = buildReport({ ...queued, window: { ...full, size: 1024, mean_in_flight: 1000, cycle_ms: 236, exchange_ms: 30 }, load: { ...queued.load, cpu_percent: 70, loop_delay_p99_ms: 45 } });
+    expect(pooled.simulator.bottleneck).toBe("simulator");
+    expect(pooled.simulator.reason).toMatch(/held its slot 236 ms \(30 ms of it on a connection\)/);
+    const slowServer = buildReport({ ...queued, window: { ...full, cycle_ms: 400, exchange_ms: 400 }, load: { ...queued.load, cpu_percent: 30, loop_delay_p99_ms: 20 } });
     expect(slowServer.simulator.bottleneck).toBe("server");
     expect(slowServer.simulator.reason).toMatch(/the server answers slowly/);
     const busy = buildReport({ ...queued, window: full, load: { ...queued.load, cpu_percent: 99, loop_delay_p99_ms: 40 } });

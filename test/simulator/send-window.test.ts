@@ -83,8 +83,17 @@ describe("fleet send window", () => {
     expect(s.full_percent).toBeGreaterThan(80);
     expect(s.cycle_ms).toBeGreaterThanOrEqual(35);
     expect(s.mean_in_flight).toBeGreaterThan(1.5);
+    expect(s.exchange_ms).toBe(s.cycle_ms);
+    // Two slots over one connection: half of each slot's time was spent waiting for it.
+    const pooled = new FleetSendWindow(2, 1);
+    expect(pooled.tryTake() && pooled.tryTake()).toBe(true);
+    await new Promise((r) => setTimeout(r, 40));
+    pooled.give();
+    pooled.give();
+    const p = pooled.summary();
+    expect(p.exchange_ms as number).toBeCloseTo((p.cycle_ms as number) / p.mean_in_flight, 0);
     w.resetStats();
-    expect(w.summary()).toMatchObject({ cycles: 0, cycle_ms: null, full_percent: 0 });
+    expect(w.summary()).toMatchObject({ cycles: 0, cycle_ms: null, exchange_ms: null, full_percent: 0 });
   });
 
   it("refuses a size below 1", () => {
