@@ -103,7 +103,7 @@ export class Uplink extends AgentLoop {
         if (previous) {
           const done = await previous;
           previous = null;
-          if (this.unsettled(done)) await this.settle(done, signal);
+          await this.settle(done, signal);
           continue;
         }
         await this.idle(signal);
@@ -118,18 +118,17 @@ export class Uplink extends AgentLoop {
         previous = null;
         if (done.retry) {
           await cycle; // its entries stay in the outbox unless acknowledged; the retry resends the rest
-          if (this.unsettled(done)) await this.settle(done, signal);
+          await this.settle(done, signal);
           continue;
         }
-        if (this.unsettled(done)) await this.settle(done, signal);
+        await this.settle(done, signal);
       }
       const overlap = batch.length === limit && !runs.some((r) => (r[0] as OutboxEntry).kind === "config");
       if (overlap) {
         previous = cycle;
         continue;
       }
-      const done = await cycle;
-      if (this.unsettled(done)) await this.settle(done, signal);
+      await this.settle(await cycle, signal);
     }
     if (previous) await previous;
   }
@@ -153,26 +152,21 @@ export class Uplink extends AgentLoop {
   }
 
   /**
-   * Whether settle() has anything to do: most cycles neither failed nor went faster than the replay
-   * pace, and skipping the call saves an async frame per cycle (per reading in steady state).
+   * After a cycle: back off when it failed, pace the replay when it went through. Not async: most
+   * cycles need neither wait, and an async frame per cycle (per reading in steady state) showed.
    */
-  private unsettled(c: Cycle): boolean {
-    return c.retry || (c.sent > 0 && this.ratePerSecond > 0 && Date.now() - c.started < (c.sent * 1000) / this.ratePerSecond);
-  }
-
-  /** After a cycle: back off when it failed, pace the replay when it went through. */
-  private async settle(c: Cycle, signal: AbortSignal): Promise<void> {
+  private settle(c: Cycle, signal: AbortSignal): Promise<void> | undefined {
     if (c.retry) {
       const delay = this.backoff.fail();
       this.log.debug({ delayMs: delay }, "uplink failed, backing off");
-      await this.backoffSleep(delay, signal);
-      return;
+      return this.backoffSleep(delay, signal);
     }
     if (c.sent > 0 && this.ratePerSecond > 0) {
       const minMs = (c.sent * 1000) / this.ratePerSecond;
       const spent = Date.now() - c.started;
-      if (spent < minMs && this.outbox.stats().rows > 0) await sleep(minMs - spent, signal);
+      if (spent < minMs && this.outbox.stats().rows > 0) return sleep(minMs - spent, signal);
     }
+    return undefined;
   }
 
   /** Sends one run; returns how many entries left the outbox, or "retry" on a passing failure. */

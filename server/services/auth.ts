@@ -6,6 +6,13 @@ import { badRequest, forbidden, unauthorized } from "../errors.js";
 import type { Store, TokenKind, TokenRow, UserRow } from "../store/types.js";
 import { hashPassword, hashToken, newToken } from "./secrets.js";
 
+/** A token given instead of a random one, and what a block or OAuth token belongs to. */
+export interface IssueOptions {
+  token?: string | undefined;
+  nodeId?: string;
+  clientId?: string;
+}
+
 export interface UserPrincipal {
   userId: number;
   via: "user" | "oauth";
@@ -83,7 +90,7 @@ export class AuthService {
   }
 
   /** A new token (given, or random) and the row that stores its hash. */
-  mint(userId: number, kind: TokenKind, opts: { token?: string | undefined; nodeId?: string; clientId?: string } = {}): { token: string; row: TokenRow } {
+  mint(userId: number, kind: TokenKind, opts: IssueOptions = {}): { token: string; row: TokenRow } {
     const token = opts.token ?? newToken();
     return { token, row: { hash: hashToken(token), kind, user_id: userId, node_id: opts.nodeId ?? null, client_id: opts.clientId ?? null, created: this.clock() } };
   }
@@ -95,7 +102,7 @@ export class AuthService {
   async issue(
     userId: number,
     kind: TokenKind,
-    opts: { token?: string | undefined; nodeId?: string; clientId?: string } = {},
+    opts: IssueOptions = {},
   ): Promise<string> {
     const { token, row } = this.mint(userId, kind, opts);
     // A new user, virtual-block or block token replaces the old one in the same transaction.

@@ -163,15 +163,18 @@ export interface UsersRepo {
   setPassword(id: number, passwordHash: string): Promise<void>;
 }
 
+/** Which tokens a revocation matches: every given field. */
+export type TokenMatch = Partial<Pick<TokenRow, "user_id" | "kind" | "node_id" | "client_id" | "hash">>;
+
 export interface TokensRepo {
   put(row: TokenRow): Promise<void>;
   find(hash: string): Promise<TokenRow | null>;
   /** The row when it is in the store's read cache, without I/O; undefined when not cached. */
   peek(hash: string): TokenRow | undefined;
   /** Deletes the tokens matching all fields of `match` and stores `row`, in one transaction. */
-  replace(match: Partial<Pick<TokenRow, "user_id" | "kind" | "node_id" | "client_id" | "hash">>, row: TokenRow): Promise<void>;
+  replace(match: TokenMatch, row: TokenRow): Promise<void>;
   /** Deletes every token matching all given fields; returns how many. */
-  revoke(match: Partial<Pick<TokenRow, "user_id" | "kind" | "node_id" | "client_id" | "hash">>): Promise<number>;
+  revoke(match: TokenMatch): Promise<number>;
   list(match: Partial<Pick<TokenRow, "user_id" | "kind" | "node_id" | "client_id">>): Promise<TokenRow[]>;
 }
 

@@ -1,6 +1,6 @@
 /** Users, tokens and blocks on SQLite. */
 import type { Database, Statement } from "better-sqlite3";
-import type { BlockRow, BlocksRepo, TokenRow, TokensRepo, UserRow, UsersRepo } from "../types.js";
+import type { BlockRow, BlocksRepo, TokenMatch, TokenRow, TokensRepo, UserRow, UsersRepo } from "../types.js";
 import type { StoreCache } from "./cache.js";
 
 export function usersRepo(db: Database): UsersRepo {
@@ -42,10 +42,10 @@ function where(match: Partial<Record<(typeof TOKEN_FIELDS)[number], unknown>>): 
   return { sql: parts.join(" AND "), args };
 }
 
-type TokenMatch = Parameters<TokensRepo["revoke"]>[0];
+export type TokenWrites = ReturnType<typeof tokenWrites>;
 
-/** Token writes, synchronous, for use inside the transactions of this module's repos. */
-function tokenWrites(db: Database, cache: StoreCache) {
+/** Token writes, synchronous, shared by the tokens and blocks repos for their transactions. */
+export function tokenWrites(db: Database, cache: StoreCache) {
   const insert = db.prepare(
     "INSERT INTO tokens (hash, kind, user_id, node_id, client_id, created) VALUES (@hash, @kind, @user_id, @node_id, @client_id, @created)",
   );
@@ -66,8 +66,7 @@ function tokenWrites(db: Database, cache: StoreCache) {
   return { insert: (row: TokenRow) => insert.run(row), revoke };
 }
 
-export function tokensRepo(db: Database, cache: StoreCache): TokensRepo {
-  const writes = tokenWrites(db, cache);
+export function tokensRepo(db: Database, cache: StoreCache, writes: TokenWrites): TokensRepo {
   const find = db.prepare("SELECT * FROM tokens WHERE hash = ?");
   const replace = db.transaction((match: TokenMatch, row: TokenRow) => {
     writes.revoke(match);
@@ -100,7 +99,7 @@ export function tokensRepo(db: Database, cache: StoreCache): TokensRepo {
   };
 }
 
-export function blocksRepo(db: Database, cache: StoreCache): BlocksRepo {
+export function blocksRepo(db: Database, cache: StoreCache, tokens: TokenWrites): BlocksRepo {
   const get = db.prepare("SELECT * FROM blocks WHERE node_id = ?");
   const list = db.prepare("SELECT * FROM blocks WHERE user_id = ? ORDER BY date_created, node_id");
   const claim = db.prepare(`
@@ -109,7 +108,6 @@ export function blocksRepo(db: Database, cache: StoreCache): BlocksRepo {
     ON CONFLICT (node_id) DO UPDATE SET user_id = excluded.user_id, token_pending_until = excluded.token_pending_until
     RETURNING *`);
   const setPending = db.prepare("UPDATE blocks SET token_pending_until = ? WHERE node_id = ?");
-  const tokens = tokenWrites(db, cache);
   // The direct flow's claim and its new token: one transaction, so one flush per activation.
   const claimWithToken = db.transaction((nodeId: string, userId: number, now: number, row: TokenRow): BlockRow => {
     const block = claim.get({ node: nodeId, user: userId, now, pending: null }) as BlockRow;

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { unavailable } from "../../errors.js";
 import type { Store } from "../types.js";
-import { blocksRepo, tokensRepo, usersRepo } from "./accounts.js";
+import { blocksRepo, tokenWrites, tokensRepo, usersRepo } from "./accounts.js";
 import { rulesRepo, snapshotsRepo, subDevicesRepo } from "./automation.js";
 import { StoreCache } from "./cache.js";
 import { callbacksRepo, commandsRepo, devicesRepo, eventsRepo } from "./devices.js";
@@ -71,6 +71,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
       ? null
       : new IngestThread(module, file, options.onError ?? ((err) => process.stderr.write(`blockkit store: ingest thread failed: ${err.message}\n`)));
   const staging = new ReadingsStaging(db, { stagedElsewhere: thread !== null });
+  const writes = tokenWrites(db, cache);
   return {
     kind: "sqlite",
     db,
@@ -80,8 +81,8 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
     oauthCodes: oauthCodesRepo(db),
     keys: keysRepo(db),
     users: usersRepo(db),
-    tokens: tokensRepo(db, cache),
-    blocks: blocksRepo(db, cache),
+    tokens: tokensRepo(db, cache, writes),
+    blocks: blocksRepo(db, cache, writes),
     devices: devicesRepo(db, cache),
     events: eventsRepo(db, cache, staging, thread),
     history: historyRepo(db, staging),
