@@ -22,9 +22,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Agent } from "undici";
 import { ApiClient } from "../protocol/api-client.js";
-import { UndiciTransport } from "../protocol/undici-transport.js";
 import { validateScenario } from "../simulator/scenario/parse.js";
 import { startBare, startServer } from "./fixtures/procs.js";
 import { figure, machine } from "./lib.js";
@@ -32,6 +30,8 @@ import { figure, machine } from "./lib.js";
 // The built simulator (bench/run.ts builds first), as it runs in production.
 const RUNNER = "../dist/simulator/runner.js";
 const { SimRunner } = (await import(RUNNER)) as typeof import("../simulator/runner.js");
+const TRANSPORT = "../dist/simulator/fleet/transport.js";
+const { fleetTransport } = (await import(TRANSPORT)) as typeof import("../simulator/fleet/transport.js");
 const TOKEN = "bench-admin-token-0123456789";
 const SINK = Number(process.env.BENCH_SIM_SINK ?? 10_000);
 const STEPS = (process.env.BENCH_SIM_STEPS ?? "1000,10000").split(",").map(Number).filter((n) => n > 0);
@@ -104,17 +104,16 @@ async function capacity(label: string, baseUrl: string, blocks: number, seed: nu
 /**
  * The baseline: only the same HTTP requests. Tokens fetched first; then one 10 ms tick sends the
  * POST /data of every block whose phase falls in it (each block once a second, phases spread over
- * the second as the simulator's are), through the simulator's own transport (UndiciTransport) on
- * an undici pool shaped like the simulator's short-call pool: 128 kept-alive connections. No agent,
- * no outbox, no long-polls, no metrics.
+ * the second as the simulator's are), through the simulator's own fleet transport, shaped as the
+ * fleet's: 32 kept-alive short-call connections, 8 calls pipelined on each at most. No agent, no outbox, no long-polls, no metrics.
  */
 async function bareLoop(baseUrl: string, blocks: number): Promise<{ cpuUsPerEvent: number; ackedPerSecond: number; cpuPercent: number }> {
   const api = new ApiClient({ baseUrl, token: TOKEN });
   const nodes = Array.from({ length: blocks }, (_v, i) => `BARE${String(i).padStart(8, "0")}`);
   const tokens: string[] = [];
   for (let i = 0; i < nodes.length; i += 500) tokens.push(...(await Promise.all(nodes.slice(i, i + 500).map((n) => api.activateDirect(n)))));
-  const dispatcher = new Agent({ keepAliveTimeout: 60_000, connections: 128, pipelining: 1 });
-  const transport = new UndiciTransport(dispatcher);
+  const http = fleetTransport();
+  const { transport } = http;
   let acked = 0;
   let failed = 0;
   let seq = 0;
@@ -150,9 +149,9 @@ async function bareLoop(baseUrl: string, blocks: number): Promise<{ cpuUsPerEven
   const wallS = (performance.now() - w0) / 1000;
   const n = acked - acked0;
   clearInterval(ticker);
-  await dispatcher.close();
+  await http.close();
   const result = { cpuUsPerEvent: (cpu.user + cpu.system) / n, ackedPerSecond: n / wallS, cpuPercent: (cpu.user + cpu.system) / 1e4 / wallS };
-  process.stdout.write(`\nbare loop, ${blocks} blocks × 1 POST/s (128 kept-alive connections, the simulator's transport):\n`);
+  process.stdout.write(`\nbare loop, ${blocks} blocks × 1 POST/s (the simulator's transport: 32 connections, 8 calls pipelined on each):\n`);
   figure("  acknowledged", result.ackedPerSecond, "events/s", { name: "offered", value: blocks });
   figure("  CPU", result.cpuPercent, "% of one core");
   figure("  failed", failed, "requests");

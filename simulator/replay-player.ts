@@ -3,11 +3,11 @@
  * user token), at the recorded pace divided by `speed`. Commands sent to the block are applied by a
  * virtual link that reports the new value back, as the hardware would.
  */
-import { Agent } from "undici";
 import { BlockAgent, type CommandTarget } from "../gateway/agent/index.js";
 import type { Command } from "../protocol/payloads.js";
 import { SimBlockClient } from "./fleet/client.js";
 import { MeasuredOutbox, SimTokenStore } from "./fleet/memory.js";
+import { fleetTransport } from "./fleet/transport.js";
 import type { LatencySummary } from "./metrics/histogram.js";
 import { Metrics } from "./metrics/metrics.js";
 import type { ReplayEntry } from "./replay.js";
@@ -38,12 +38,12 @@ export interface ReplayResult {
 
 export async function playRecording(o: ReplayOptions): Promise<ReplayResult> {
   const metrics = new Metrics();
-  const dispatcher = new Agent({ connections: 4 });
+  const http = fleetTransport(4, 1);
   const outbox = new MeasuredOutbox((entries, now) => {
     for (const e of entries) metrics.acked(now - e.ts);
   });
   const client = new SimBlockClient(
-    { baseUrl: o.baseUrl, streamUrl: o.streamUrl, nodeId: o.nodeId, dispatcher },
+    { baseUrl: o.baseUrl, streamUrl: o.streamUrl, nodeId: o.nodeId, transport: http.transport },
     { error: (kind) => metrics.error(kind) },
   );
   const agent = new BlockAgent({ nodeId: o.nodeId, client, outbox, tokens: new SimTokenStore(), userToken: o.token });
@@ -76,7 +76,7 @@ export async function playRecording(o: ReplayOptions): Promise<ReplayResult> {
     while (outbox.rows > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   } finally {
     await agent.stop();
-    await dispatcher.close().catch(() => undefined);
+    await http.close().catch(() => undefined);
   }
   const snap = metrics.snapshot();
   return {

@@ -4,11 +4,9 @@
  * connection: the calls in flight are aborted and new ones fail as a dead network would, until the
  * link comes back. The agent above it sees exactly what a Raspberry Pi on a bad line sees.
  */
-import type { Dispatcher } from "undici";
 import { BlockClient, BlockClientError, type BlockClientOptions } from "../../protocol/block-client.js";
 import type { Command } from "../../protocol/payloads.js";
 import type { BlockTransport, TransportRequest, TransportResponse } from "../../protocol/transport.js";
-import { UndiciTransport } from "../../protocol/undici-transport.js";
 
 export type CallKind = "activate" | "uplink" | "poll" | "snapshot";
 
@@ -62,7 +60,7 @@ class SimLink implements BlockTransport {
   }
 
   async close(): Promise<void> {
-    // The dispatcher belongs to the fleet.
+    // The transport belongs to the fleet.
   }
 
   /** The controller of calls made with `signal`: aborted by it or by a drop. */
@@ -100,8 +98,8 @@ export class SimBlockClient extends BlockClient {
   private readonly link: SimLink;
   private readonly hooks: ClientHooks;
 
-  constructor(options: BlockClientOptions & { dispatcher: Dispatcher }, hooks: ClientHooks) {
-    const link = new SimLink(new UndiciTransport(options.dispatcher), hooks);
+  constructor(options: BlockClientOptions & { transport: BlockTransport }, hooks: ClientHooks) {
+    const link = new SimLink(options.transport, hooks);
     super({ ...options, dispatcher: undefined, transport: link });
     this.link = link;
     this.hooks = hooks;

@@ -8,13 +8,11 @@ import type { Command } from "../../protocol/payloads.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { Random } from "../random.js";
 import { type LoadedScenario, nodeIdFor } from "../scenario/parse.js";
-import { type FleetDispatcher, fleetDispatcher } from "./dispatcher.js";
+import { type FleetTransport, PIPELINING, SHORT_CONNECTIONS, fleetTransport } from "./transport.js";
 import { Scheduler } from "./scheduler.js";
 import { FleetSendWindow } from "./send-window.js";
 import { type SimDevice, VirtualBlock } from "./virtual-block.js";
 
-/** Kept-alive connections for the blocks' short calls (readings, snapshots). */
-const SHORT_CONNECTIONS = 128;
 
 export interface FleetOptions {
   scenario: LoadedScenario;
@@ -31,9 +29,9 @@ export interface FleetOptions {
 export class Fleet {
   readonly blocks: VirtualBlock[] = [];
   readonly scheduler: Scheduler;
-  readonly http: FleetDispatcher;
-  /** Uplink cycles in flight across the fleet: twice the short-call connections (see send-window.ts). */
-  readonly window = new FleetSendWindow(2 * SHORT_CONNECTIONS, SHORT_CONNECTIONS);
+  readonly http: FleetTransport;
+  /** Uplink cycles in flight across the fleet: as many as the short-call connections carry (see send-window.ts). */
+  readonly window = new FleetSendWindow(SHORT_CONNECTIONS * PIPELINING);
   private readonly rng: Random;
   private rampTimer: NodeJS.Timeout | undefined;
   private started = 0;
@@ -47,7 +45,7 @@ export class Fleet {
   constructor(private readonly o: FleetOptions) {
     this.scheduler = new Scheduler(o.clock ?? Date.now);
     this.rng = new Random(o.scenario.seed);
-    this.http = fleetDispatcher(SHORT_CONNECTIONS);
+    this.http = fleetTransport();
     const s = o.scenario;
     for (let i = 0; i < s.blocks.count; i++) {
       const nodeId = nodeIdFor(s.blocks.node_id, s.seed, i);
@@ -56,7 +54,7 @@ export class Fleet {
         new VirtualBlock(i, nodeId, s.devices, this.rng, {
           baseUrl: o.baseUrl,
           streamUrl: o.streamUrl,
-          dispatcher: this.http.dispatcher,
+          transport: this.http.transport,
           window: this.window,
           scheduler: this.scheduler,
           metrics: o.metrics,

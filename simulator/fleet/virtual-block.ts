@@ -3,7 +3,7 @@
  * submit generated readings to the agent as a serial or MQTT link would; actuators are a
  * CommandTarget that applies each command and reports the new value back as data, like hardware.
  */
-import type { Dispatcher } from "undici";
+import type { BlockTransport } from "../../protocol/transport.js";
 import { BlockAgent, type CommandTarget, type Reading, type SendWindow } from "../../gateway/agent/index.js";
 import { makeGuid } from "../../protocol/guid.js";
 import type { Command } from "../../protocol/payloads.js";
@@ -37,7 +37,8 @@ export type BlockState = "waiting" | "activating" | "online" | "offline" | "paus
 export interface BlockContext {
   baseUrl: string;
   streamUrl?: string;
-  dispatcher: Dispatcher;
+  /** The fleet's shared transport (simulator/fleet/transport.ts). */
+  transport: BlockTransport;
   /** The fleet's send window (uplink cycles in flight across all blocks). */
   window?: SendWindow;
   scheduler: Scheduler;
@@ -104,7 +105,7 @@ export class VirtualBlock implements CommandTarget {
       for (const e of entries) ctx.metrics.acked(now - e.ts);
     });
     this.client = new SimBlockClient(
-      { baseUrl: ctx.baseUrl, streamUrl: ctx.streamUrl, nodeId, dispatcher: ctx.dispatcher },
+      { baseUrl: ctx.baseUrl, streamUrl: ctx.streamUrl, nodeId, transport: ctx.transport },
       { error: (kind) => this.error(kind) },
     );
     this.agent = new BlockAgent({

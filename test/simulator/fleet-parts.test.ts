@@ -1,6 +1,6 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Agent } from "undici";
+import { fleetTransport } from "../../simulator/fleet/transport.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { SimBlockClient } from "../../simulator/fleet/client.js";
 import { MeasuredOutbox, SimTokenStore } from "../../simulator/fleet/memory.js";
@@ -110,9 +110,9 @@ describe("simulated block client", () => {
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     const port = (server.address() as AddressInfo).port;
-    const dispatcher = new Agent({ connections: 4 });
+    const http = fleetTransport(4, 1);
     const errors: string[] = [];
-    const client = new SimBlockClient({ baseUrl: `http://127.0.0.1:${port}/rest/v0`, nodeId: "SIMTEST000001", dispatcher }, { error: (k) => errors.push(k) });
+    const client = new SimBlockClient({ baseUrl: `http://127.0.0.1:${port}/rest/v0`, nodeId: "SIMTEST000001", transport: http.transport }, { error: (k) => errors.push(k) });
     const reading = { G: "1", V: 0, D: 9, DA: "20.5" };
     try {
       await expect(client.data("tok", reading)).rejects.toMatchObject({ status: 503 });
@@ -135,7 +135,7 @@ describe("simulated block client", () => {
       await expect(poll2).rejects.toMatchObject({ status: 0 });
       expect(errors).toEqual(["uplink_http_503"]);
     } finally {
-      await dispatcher.destroy();
+      await http.close();
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
     }
