@@ -76,6 +76,20 @@ describe("the channel's encoding", () => {
     expect(back).toEqual(expected);
   });
 
+  it("round-trips strings copied by charCode and by buf.write: short ASCII, non-ASCII after ASCII, long ones", () => {
+    const channel = Channel.create(1 << 16, 64);
+    const events: IngestEvent[] = [
+      event(1, "A".repeat(64), "abc\u007f"),
+      event(1, "B".repeat(65), `${"x".repeat(63)}é`),
+      event(1, "g", `21.5°C`, { key: `${"k".repeat(200)}ü` }),
+      event(1, "", "", { guid: "🌡️".repeat(40) }),
+    ];
+    expect(channel.write(0, 0, 1 << 16, events, 0, 64, 1).count).toBe(events.length);
+    const back: IngestEvent[] = [];
+    channel.read(0, back);
+    expect(back).toEqual(events);
+  });
+
   it("writes only what fits before the limit, and at most the count asked for", () => {
     const channel = Channel.create(4096, 64);
     const events = Array.from({ length: 100 }, (_, i) => event(1, String(i), "x".repeat(20)));
