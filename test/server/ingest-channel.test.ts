@@ -5,7 +5,7 @@
  * and a close that drains.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { getPriority, tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
@@ -103,6 +103,23 @@ describe("the channel's encoding", () => {
 });
 
 describe("the ingest thread over shared memory", () => {
+  it("runs below the event loop's priority, so that waking it does not preempt the event loop", async () => {
+    const { thread } = await setup(1 << 16, 64);
+    try {
+      const tid = await thread.started;
+      if (process.platform !== "linux") {
+        expect(tid).toBeNull();
+        return;
+      }
+      // The worker is a task of this process, at 10 nice levels below the thread that started it.
+      expect(tid).not.toBeNull();
+      expect(tid).not.toBe(process.pid);
+      expect(getPriority(tid as number)).toBe(Math.min(19, getPriority() + 10));
+    } finally {
+      await thread.close();
+    }
+  });
+
   it("commits heartbeats of 1000 readings and 64 KiB through a ring smaller than a batch, wrapping", async () => {
     const { file, userId, thread } = await setup(32 * 1024, 256);
     const heartbeat = (n: number): IngestEvent[] =>
