@@ -1,5 +1,5 @@
 /** Token generation and hashing. Tokens are stored only as sha256 digests; passwords with scrypt. */
-import { createHash, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
+import { hash, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
 
 /** A new random token: 32 bytes, base64url (43 characters). */
 export function newToken(): string {
@@ -8,7 +8,9 @@ export function newToken(): string {
 
 /** The at-rest form of a high-entropy token. */
 export function hashToken(token: string): string {
-  return createHash("sha256").update(token).digest("hex");
+  // The one-shot hash: a fifth of the time of createHash().update().digest() (every block event
+  // hashes its token to find it in the read cache).
+  return hash("sha256", token, "hex");
 }
 
 function scryptAsync(password: string, salt: Buffer, keylen: number): Promise<Buffer> {

@@ -5,7 +5,7 @@
  * and a close that drains.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { getPriority, tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
@@ -76,6 +76,20 @@ describe("the channel's encoding", () => {
     expect(back).toEqual(expected);
   });
 
+  it("round-trips strings copied by charCode and by buf.write: short ASCII, non-ASCII after ASCII, long ones", () => {
+    const channel = Channel.create(1 << 16, 64);
+    const events: IngestEvent[] = [
+      event(1, "A".repeat(64), "abc\u007f"),
+      event(1, "B".repeat(65), `${"x".repeat(63)}é`),
+      event(1, "g", `21.5°C`, { key: `${"k".repeat(200)}ü` }),
+      event(1, "", "", { guid: "🌡️".repeat(40) }),
+    ];
+    expect(channel.write(0, 0, 1 << 16, events, 0, 64, 1).count).toBe(events.length);
+    const back: IngestEvent[] = [];
+    channel.read(0, back);
+    expect(back).toEqual(events);
+  });
+
   it("writes only what fits before the limit, and at most the count asked for", () => {
     const channel = Channel.create(4096, 64);
     const events = Array.from({ length: 100 }, (_, i) => event(1, String(i), "x".repeat(20)));
@@ -89,6 +103,23 @@ describe("the channel's encoding", () => {
 });
 
 describe("the ingest thread over shared memory", () => {
+  it("runs below the event loop's priority, so that waking it does not preempt the event loop", async () => {
+    const { thread } = await setup(1 << 16, 64);
+    try {
+      const tid = await thread.started;
+      if (process.platform !== "linux") {
+        expect(tid).toBeNull();
+        return;
+      }
+      // The worker is a task of this process, at 10 nice levels below the thread that started it.
+      expect(tid).not.toBeNull();
+      expect(tid).not.toBe(process.pid);
+      expect(getPriority(tid as number)).toBe(Math.min(19, getPriority() + 10));
+    } finally {
+      await thread.close();
+    }
+  });
+
   it("commits heartbeats of 1000 readings and 64 KiB through a ring smaller than a batch, wrapping", async () => {
     const { file, userId, thread } = await setup(32 * 1024, 256);
     const heartbeat = (n: number): IngestEvent[] =>

@@ -141,9 +141,27 @@ export class Channel {
 
 const align = (n: number): number => (n + 7) & ~7;
 
+/** Strings up to this length are copied by charCode when they are ASCII. */
+const SHORT = 64;
+
 /** Writes a length-prefixed string; -1 when it might not fit before `limit`. */
 function writeString(buf: Buffer, pos: number, limit: number, s: string): number {
-  if (pos + 4 + s.length * 3 > limit) return -1;
+  const length = s.length;
+  if (pos + 4 + length * 3 > limit) return -1;
+  // Node ids, GUIDs, G and DA are short ASCII strings: copying them here costs less than a call
+  // into buf.write (four per event on the event loop).
+  if (length <= SHORT) {
+    let i = 0;
+    for (; i < length; i++) {
+      const c = s.charCodeAt(i);
+      if (c > 0x7f) break;
+      buf[pos + 4 + i] = c;
+    }
+    if (i === length) {
+      buf.writeUInt32LE(length, pos);
+      return pos + 4 + length;
+    }
+  }
   const n = buf.write(s, pos + 4);
   buf.writeUInt32LE(n, pos);
   return pos + 4 + n;

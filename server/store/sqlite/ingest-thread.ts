@@ -73,10 +73,13 @@ export class IngestThread {
   private broken: Error | null = null;
   private closing: Promise<void> | null = null;
   private idle: (() => void) | null = null;
+  /** The worker's thread id (Linux), once it has lowered its priority (ingest-worker.ts); null elsewhere. */
+  readonly started: Promise<number | null>;
 
   constructor(module: URL, file: string, onError: (err: Error) => void, ringBytes = RING_BYTES, slots = SLOTS) {
     this.channel = Channel.create(ringBytes, slots);
     this.worker = new Worker(module, { workerData: { file, memory: this.channel.memory } });
+    this.started = new Promise((resolve) => this.worker.once("message", (m: { tid: number | null }) => resolve(m.tid)));
     this.worker.on("error", (err) => {
       onError(err);
       this.fail(err);

@@ -6,9 +6,10 @@
  * (ingest-channel.ts) instead of running an event loop, and every record published while it
  * committed and flushed goes into its next transaction and flush.
  */
-import { closeSync, fdatasyncSync, fsyncSync, openSync } from "node:fs";
+import { closeSync, fdatasyncSync, fsyncSync, openSync, readlinkSync } from "node:fs";
+import { getPriority, setPriority } from "node:os";
 import { dirname } from "node:path";
-import { workerData } from "node:worker_threads";
+import { parentPort, workerData } from "node:worker_threads";
 import Database from "better-sqlite3";
 import type { IngestEvent } from "../types.js";
 import { StoreCache } from "./cache.js";
@@ -17,6 +18,29 @@ import { CLOSE, Channel, type ChannelMemory, DONE, PUBLISHED } from "./ingest-ch
 import { ReadingsStaging } from "./staging.js";
 
 const { file, memory } = workerData as { file: string; memory: ChannelMemory };
+
+/** How far below the event loop's priority this thread runs (nice levels). */
+const NICE_BELOW = 10;
+
+/**
+ * Lowers this thread's priority below the event loop's (Linux: a thread is a task of its own, and
+ * setpriority on its id concerns it alone). At the same priority, the event loop's wake-up of this
+ * thread, sleeping since its last flush, let it preempt the event loop on the same core for its
+ * whole commit (measured: 0.24 ms inside Atomics.notify, several times per millisecond of load),
+ * with HTTP requests and answers waiting meanwhile. Lower, it runs on a free core or when the
+ * event loop's turn ends. Returns the thread id, or null where there is none to adjust.
+ */
+function lowerPriority(): number | null {
+  if (process.platform !== "linux") return null;
+  try {
+    const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
+    setPriority(tid, Math.min(19, getPriority(tid) + NICE_BELOW));
+    return tid;
+  } catch {
+    return null; // no /proc or not allowed: the process's priority, as before
+  }
+}
+parentPort?.postMessage({ tid: lowerPriority() });
 const channel = new Channel(memory);
 const control = channel.control;
 const db = new Database(file);
