@@ -73,6 +73,13 @@ function bottleneck(i: ReportInput): { bottleneck: Bottleneck; reason: string } 
     if (l.cpu_percent >= CPU_LIMIT_PERCENT) {
       return { bottleneck: "simulator", reason: `${full}; simulator CPU ${l.cpu_percent}% of a core: run more simulator processes` };
     }
+    const wait = l.answer_wait_ms;
+    if (wait !== null && wait !== undefined) {
+      // The simulator's share of an exchange is the time an arrived answer waits for its loop.
+      const own = `an answer that has arrived waits ${wait} ms on average for the simulator's event loop`;
+      if (w.exchange_ms > 3 * wait + 5) return { bottleneck: "server", reason: `${full}; ${own}: the rest is the server's` };
+      return { bottleneck: "simulator", reason: `${full}; ${own}: most of it is the simulator's` };
+    }
     if (w.exchange_ms > 5 * l.loop_delay_p99_ms) {
       return { bottleneck: "server", reason: `${full}, far above the simulator's event-loop delay p99 ${l.loop_delay_p99_ms} ms: the server answers slowly` };
     }

@@ -67,7 +67,40 @@ describe("metrics", () => {
     expect(s.cpu_percent).toBeGreaterThan(0);
     expect(s.loop_delay_max_ms).toBeGreaterThanOrEqual(50);
   });
+
+  it("measures how long an arrived answer waits for the event loop (an echo from a worker thread)", async () => {
+    const load = new SelfLoad();
+    load.start();
+    try {
+      await waitUntil(() => (load.summary().answer_wait_ms ?? -1) >= 0);
+      // Idle, an echo comes back at once.
+      expect(load.summary().answer_wait_ms).toBeLessThan(50);
+      // An echo in flight while the loop is busy for 100 ms of CPU waits at least that long.
+      load.ping();
+      const cpu0 = process.cpuUsage();
+      const t0 = performance.now();
+      const deadline = Date.now() + 5000;
+      while (process.cpuUsage(cpu0).user < 100_000 && Date.now() < deadline) Math.sqrt(Math.random());
+      const busyMs = performance.now() - t0;
+      await waitUntil(() => (load.summary().answer_wait_max_ms ?? 0) >= busyMs * 0.9);
+      expect(load.summary().answer_wait_max_ms).toBeGreaterThanOrEqual(90);
+      // mark() starts a new window without the old samples.
+      load.mark();
+      expect(load.summary().answer_wait_ms).toBeNull();
+    } finally {
+      load.stop();
+    }
+  });
 });
+
+/** Waits on the event loop for `cond`, at most 5 s. */
+async function waitUntil(cond: () => boolean): Promise<void> {
+  const end = Date.now() + 5000;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error("condition not met within 5 s");
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
 
 describe("report", () => {
   const scenario = validateScenario({ devices: [{ type: "relay" }], thresholds: ["errors == 0", "p99_command_ms < 50", "p99_callback_ms < 100"] });
@@ -84,7 +117,7 @@ describe("report", () => {
       measuredMs: 10_000,
       blocks: { planned: 1, activated: 1, failed: 0 },
       metrics: m.snapshot(),
-      load: { cpu_percent: 12, cpu_percent_max: 20, cpu_user_ms: 1, cpu_system_ms: 1, loop_delay_p50_ms: 1, loop_delay_p99_ms: 3, loop_delay_max_ms: 4 },
+      load: { cpu_percent: 12, cpu_percent_max: 20, cpu_user_ms: 1, cpu_system_ms: 1, loop_delay_p50_ms: 1, loop_delay_p99_ms: 3, loop_delay_max_ms: 4, answer_wait_ms: null, answer_wait_max_ms: null },
       measuredAcked: 100,
       callbackDevices: 0,
       commandsInFlight: 0,
@@ -143,6 +176,21 @@ describe("report", () => {
     const busy = buildReport({ ...queued, window: full, load: { ...queued.load, cpu_percent: 99, loop_delay_p99_ms: 40 } });
     expect(busy.simulator.bottleneck).toBe("simulator");
     expect(busy.simulator.reason).toMatch(/run more simulator processes/);
+  });
+
+  it("with a full send window and the echo's measure, splits each exchange into the simulator's wait and the server's rest", () => {
+    const queued = input(0);
+    const full = { size: 256, full_percent: 99, mean_in_flight: 255, cycles: 60_000, cycle_ms: 40, exchange_ms: 40 };
+    // Answers wait 3 ms for the loop; requests take 40: the server (whatever the loop's p99 says).
+    const server = buildReport({ ...queued, window: full, load: { ...queued.load, cpu_percent: 70, loop_delay_p99_ms: 85, answer_wait_ms: 3, answer_wait_max_ms: 80 } });
+    expect(server.simulator.bottleneck).toBe("server");
+    expect(server.simulator.reason).toMatch(/an answer that has arrived waits 3 ms on average for the simulator's event loop: the rest is the server's/);
+    // Answers wait 20 ms of the 40: the simulator.
+    const own = buildReport({ ...queued, window: full, load: { ...queued.load, cpu_percent: 80, loop_delay_p99_ms: 85, answer_wait_ms: 20, answer_wait_max_ms: 90 } });
+    expect(own.simulator.bottleneck).toBe("simulator");
+    expect(own.simulator.reason).toMatch(/most of it is the simulator's/);
+    // A saturated CPU is the simulator's whatever the echo says.
+    expect(buildReport({ ...queued, window: full, load: { ...queued.load, cpu_percent: 95, answer_wait_ms: 1, answer_wait_max_ms: 2 } }).simulator.bottleneck).toBe("simulator");
   });
 });
 
