@@ -12,12 +12,13 @@
  * exchange (one sweep per transport checks the deadlines).
  *
  * It speaks http: only; an https: URL is refused with a TypeError (the fleet sends those through
- * undici instead, see simulator/fleet/dispatcher.ts). Headers of the answer are parsed only when
+ * undici instead, see simulator/fleet/transport.ts). Headers of the answer are parsed only when
  * someone reads them. A kept-alive connection that the server closed just as a request went out
  * (nothing of the answer arrived) gets the request sent once more on a fresh connection, as Node's
  * agent advises: block calls are safe to repeat, readings carry an idempotency KEY.
  */
 import { type Socket, connect } from "node:net";
+import { AbortWatch, abortReason } from "./abort-watch.js";
 import { TimeoutError, type BlockTransport, type TransportRequest, type TransportResponse } from "./transport.js";
 
 export interface Http1TransportOptions {
@@ -37,10 +38,6 @@ export interface Http1TransportOptions {
 const CRLF_CRLF = Buffer.from("\r\n\r\n");
 /** How often deadlines and idle connections are checked, ms. */
 const SWEEP_MS = 100;
-
-function abortReason(signal: AbortSignal): Error {
-  return signal.reason instanceof Error ? signal.reason : new DOMException("This operation was aborted", "AbortError");
-}
 
 export class Http1Transport implements BlockTransport {
   private readonly origins = new Map<string, Origin>();
@@ -120,27 +117,8 @@ export class Http1Transport implements BlockTransport {
   }
 }
 
-/** The exchanges waiting or in flight per signal, each signal with one listener that aborts them all. */
-const watched = new WeakMap<AbortSignal, Set<Exchange>>();
-
-function watch(signal: AbortSignal, x: Exchange): void {
-  let set = watched.get(signal);
-  if (!set) {
-    const mine = new Set<Exchange>();
-    set = mine;
-    watched.set(signal, mine);
-    signal.addEventListener(
-      "abort",
-      () => {
-        watched.delete(signal);
-        const err = abortReason(signal);
-        for (const x of [...mine]) x.abort(err);
-      },
-      { once: true },
-    );
-  }
-  set.add(x);
-}
+/** The exchanges waiting or in flight per signal (one abort listener per signal). */
+const watched = new AbortWatch<Exchange>((x, reason) => x.abort(reason));
 
 /** One call: its request text, its outcome, and where it is (queued, on a connection, settled). */
 class Exchange {
@@ -174,7 +152,7 @@ class Exchange {
     this.body = r.body;
     this.timeoutMs = r.timeoutMs;
     this.max = r.maxBytes ?? Infinity;
-    if (r.signal) watch(r.signal, this);
+    if (r.signal) watched.add(r.signal, this);
   }
 
   resolve(res: TransportResponse): void {
@@ -195,7 +173,7 @@ class Exchange {
   private settle(): boolean {
     if (this.settled) return false;
     this.settled = true;
-    if (this.signal) watched.get(this.signal)?.delete(this);
+    if (this.signal) watched.delete(this.signal, this);
     return true;
   }
 }

@@ -9,6 +9,7 @@
  */
 import * as http from "node:http";
 import type * as https from "node:https";
+import { abortReason } from "./abort-watch.js";
 
 export interface TransportRequest {
   method: "GET" | "POST";
@@ -55,9 +56,6 @@ export interface NodeHttpTransportOptions {
 /** Errors of a reused idle connection that the server closed as the request went out. */
 const STALE = new Set(["ECONNRESET", "EPIPE", "ECONNABORTED"]);
 
-function abortReason(signal: AbortSignal): Error {
-  return signal.reason instanceof Error ? signal.reason : new DOMException("This operation was aborted", "AbortError");
-}
 
 export class NodeHttpTransport implements BlockTransport {
   private readonly agents = new Map<"http:" | "https:", http.Agent>();

@@ -1,6 +1,6 @@
 /**
  * The block transport over an undici dispatcher: the simulator shares one dispatcher among
- * thousands of simulated blocks (see simulator/fleet/dispatcher.ts). BlockClient imports this
+ * thousands of simulated blocks for their held calls (see simulator/fleet/transport.ts). BlockClient imports this
  * module only when it is given a dispatcher, so that the gateway never loads undici.
  *
  * It calls `dispatcher.dispatch()` with a small handler of its own rather than undici's
@@ -9,12 +9,10 @@
  * a third of the simulator's CPU with the garbage it leaves. The answer's headers are parsed only
  * when someone reads them.
  *
- * Aborts: an agent's loop keeps one AbortSignal for its life and makes thousands of calls with it,
- * so each signal gets one `abort` listener (on its first call) and a set of the exchanges in flight,
- * instead of an addEventListener/removeEventListener pair per call (Node's EventTarget made that
- * pair a tenth of the simulator's CPU at ten thousand calls a second).
+ * Aborts: one listener per signal for all the exchanges made with it (abort-watch.ts).
  */
 import { type Dispatcher, util } from "undici";
+import { AbortWatch, abortReason } from "./abort-watch.js";
 import type { BlockTransport, TransportRequest, TransportResponse } from "./transport.js";
 
 export class UndiciTransport implements BlockTransport {
@@ -47,26 +45,8 @@ export class UndiciTransport implements BlockTransport {
   }
 }
 
-/** The exchanges in flight per signal, each signal with one listener that aborts them all. */
-const inFlight = new WeakMap<AbortSignal, Set<Exchange>>();
-
-function watch(signal: AbortSignal, exchange: Exchange): void {
-  let set = inFlight.get(signal);
-  if (!set) {
-    const mine = new Set<Exchange>();
-    set = mine;
-    inFlight.set(signal, mine);
-    signal.addEventListener(
-      "abort",
-      () => {
-        inFlight.delete(signal);
-        for (const x of [...mine]) x.aborted();
-      },
-      { once: true },
-    );
-  }
-  set.add(exchange);
-}
+/** The exchanges in flight per signal (one abort listener per signal). */
+const inFlight = new AbortWatch<Exchange>((x, reason) => x.aborted(reason));
 
 /** One exchange: undici's dispatch handler (raw headers, body chunks), aborted with its signal. */
 class Exchange implements Dispatcher.DispatchHandler {
@@ -83,12 +63,11 @@ class Exchange implements Dispatcher.DispatchHandler {
     private readonly resolve: (r: TransportResponse) => void,
     private readonly reject: (e: Error) => void,
   ) {
-    if (signal) watch(signal, this);
+    if (signal) inFlight.add(signal, this);
   }
 
   /** The signal aborted. */
-  aborted(): void {
-    const err = abortReason(this.signal as AbortSignal);
+  aborted(err: Error): void {
     this.abortFn?.(err);
     this.fail(err);
   }
@@ -153,10 +132,6 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   private settle(): void {
     this.settled = true;
-    if (this.signal) inFlight.get(this.signal)?.delete(this);
+    if (this.signal) inFlight.delete(this.signal, this);
   }
-}
-
-function abortReason(signal: AbortSignal): Error {
-  return signal.reason instanceof Error ? signal.reason : new DOMException("This operation was aborted", "AbortError");
 }

@@ -74,7 +74,7 @@ function bottleneck(i: ReportInput): { bottleneck: Bottleneck; reason: string } 
       return { bottleneck: "simulator", reason: `${full}; simulator CPU ${l.cpu_percent}% of a core: run more simulator processes` };
     }
     const wait = l.answer_wait_ms;
-    if (wait !== null && wait !== undefined) {
+    if (wait !== null) {
       // The simulator's share of an exchange is the time an arrived answer waits for its loop.
       const own = `an answer that has arrived waits ${wait} ms on average for the simulator's event loop`;
       if (w.exchange_ms > 3 * wait + 5) return { bottleneck: "server", reason: `${full}; ${own}: the rest is the server's` };

@@ -13,6 +13,7 @@ import { Channel } from "../../server/store/sqlite/ingest-channel.js";
 import { IngestThread, workerModule } from "../../server/store/sqlite/ingest-thread.js";
 import { openSqliteStore } from "../../server/store/sqlite/index.js";
 import type { IngestEvent } from "../../server/store/types.js";
+import { dataEvent } from "../helpers/events.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -20,21 +21,8 @@ afterEach(() => {
 });
 
 const NODE = "CHANNELNODE01";
-const event = (userId: number, G: string, DA: string, extra: Partial<IngestEvent> = {}): IngestEvent => ({
-  kind: "data",
-  userId,
-  node: NODE,
-  guid: `${NODE}_${G}_0_9`,
-  G,
-  V: 0,
-  D: 9,
-  DA,
-  num: Number.isFinite(Number(DA)) ? Number(DA) : null,
-  ts: 1_700_000_000_123,
-  key: undefined,
-  payload: undefined,
-  ...extra,
-});
+const event = (userId: number, G: string, DA: string, extra: Partial<IngestEvent> = {}): IngestEvent =>
+  dataEvent(NODE, userId, G, DA, { ts: 1_700_000_000_123, ...extra });
 
 /** A database with the schema and one user, and an ingest thread on it with a ring of `ringBytes`. */
 async function setup(ringBytes: number, slots: number): Promise<{ file: string; userId: number; thread: IngestThread }> {

@@ -13,6 +13,7 @@ import { Ingest } from "../../server/services/ingest.js";
 import { migrate, openSqliteStore } from "../../server/store/sqlite/index.js";
 import { ReadingsStaging } from "../../server/store/sqlite/staging.js";
 import type { IngestEvent } from "../../server/store/types.js";
+import { dataEvent } from "../helpers/events.js";
 
 const dirs: string[] = [];
 const tempDir = (): string => {
@@ -25,18 +26,7 @@ afterEach(() => {
 });
 
 const NODE = "INGESTPATH001";
-const event = (userId: number, G: string, i: number, ts = Date.now()): IngestEvent => ({
-  kind: "data",
-  userId,
-  node: NODE,
-  guid: `${NODE}_${G}_0_9`,
-  G,
-  V: 0,
-  D: 9,
-  DA: String(i),
-  num: i,
-  ts,
-});
+const event = (userId: number, G: string, i: number, ts = Date.now()): IngestEvent => dataEvent(NODE, userId, G, String(i), { ts });
 
 describe("staged readings", () => {
   const staged = (db: Database.Database): number => db.prepare("SELECT count(*) FROM readings_staged").pluck().get() as number;
