@@ -32,9 +32,10 @@ import { Activator } from "./activator.js";
 import { Backoff, type BackoffOptions } from "./backoff.js";
 import { CommandPoller } from "./poller.js";
 import { CommandRouter, type RouterCounters, type SnapshotSource } from "./router.js";
+import { RefusalLog } from "./refusals.js";
 
 export type { SnapshotSource };
-import type { CommandTarget, NewOutboxEntry, Outbox, Reading, TokenStore } from "./types.js";
+import { type CommandTarget, type NewOutboxEntry, type Outbox, OutboxFullError, type Reading, type TokenStore } from "./types.js";
 import { Uplink, type UplinkOptions } from "./uplink.js";
 
 export interface BlockAgentOptions {
@@ -73,6 +74,10 @@ export interface AgentStats extends RouterCounters {
   rejected: number;
   /** Outbox entries dropped by its bounds (rows, bytes, age). */
   dropped: number;
+  /** Readings refused (not stored, not acknowledged) because the outbox could not write. */
+  refused: number;
+  /** The outbox refuses appends now (disk full or failing). */
+  outboxFull: boolean;
   outboxRows: number;
   outboxBytes: number;
   activations: number;
@@ -104,6 +109,7 @@ export class BlockAgent extends EventEmitter {
     submitted: 0, acked: 0, invalid: 0, rejected: 0, activations: 0, revocations: 0, reconnects: 0,
   };
   private lastContact: number | null = null;
+  private readonly refusals: RefusalLog;
   /** Idempotency keys: a random prefix per agent instance and a counter (unique per node for far longer than 7 days). */
   private readonly keyPrefix = randomBytes(9).toString("base64url");
   private keySeq = 0;
@@ -119,6 +125,7 @@ export class BlockAgent extends EventEmitter {
     this.log = o.logger ?? pino({ level: "silent" });
     this.clock = o.clock ?? Date.now;
     this.outbox = o.outbox;
+    this.refusals = new RefusalLog(this.log, this.clock);
     const backoff = (): Backoff => new Backoff({ ...o.backoff, clock: o.backoff?.clock ?? this.clock });
     const hooks = {
       token: () => this.token,
@@ -174,8 +181,17 @@ export class BlockAgent extends EventEmitter {
     return this.submitMany([reading], link) === 1;
   }
 
-  /** Stores readings in the outbox in one transaction; returns how many were valid and stored. */
+  /** Stores readings in the outbox in one transaction; returns how many were valid and stored (0 when refused). */
   submitMany(readings: Reading[], link?: string): number {
+    const n = this.store(readings, link);
+    return n === "refused" ? 0 : n;
+  }
+
+  /**
+   * As submitMany, but says `refused` when the outbox could not write (disk full or failing):
+   * nothing was stored and the link must not acknowledge the readings to their node.
+   */
+  store(readings: Reading[], link?: string): number | "refused" {
     const now = this.clock();
     const entries: NewOutboxEntry[] = [];
     for (const r of readings) {
@@ -189,7 +205,14 @@ export class BlockAgent extends EventEmitter {
       entries.push({ kind: r.kind ?? "data", G: r.G, V: r.V, D: r.D, DA: r.DA, value: r.value ?? null, ts: r.ts ?? now, key: `${this.keyPrefix}.${(this.keySeq++).toString(36)}` });
     }
     if (entries.length === 0) return 0;
-    const dropped = this.outbox.append(entries);
+    let dropped: number;
+    try {
+      dropped = this.outbox.append(entries);
+    } catch (err) {
+      if (!(err instanceof OutboxFullError)) throw err;
+      this.refusals.refused(entries.length, err.message);
+      return "refused";
+    }
     this.counters.submitted += entries.length;
     if (dropped > 0) {
       this.log.warn({ dropped, limits: "outbox full" }, "outbox bounds reached: oldest readings dropped");
@@ -201,7 +224,10 @@ export class BlockAgent extends EventEmitter {
 
   stats(): AgentStats {
     const ob = this.outbox.stats();
-    return { state: this.state, ...this.counters, ...this.router.counters, dropped: ob.dropped, outboxRows: ob.rows, outboxBytes: ob.bytes, lastServerContact: this.lastContact };
+    return {
+      state: this.state, ...this.counters, ...this.router.counters, refused: this.refusals.total, outboxFull: ob.full === true,
+      dropped: ob.dropped, outboxRows: ob.rows, outboxBytes: ob.bytes, lastServerContact: this.lastContact,
+    };
   }
 
   get currentState(): AgentState {

@@ -59,6 +59,18 @@ export interface OutboxStats {
   bytes: number;
   /** Entries dropped to stay within the limits since the outbox was created (persisted when durable). */
   dropped: number;
+  /** True while appends are refused (disk full or failing); a durable outbox only. */
+  full?: boolean;
+  /** Free bytes on the outbox's filesystem at the last measure; -1 before any (durable outbox only). */
+  freeBytes?: number;
+}
+
+/**
+ * An append stored nothing because the outbox cannot write now (the disk is full, below the reserve,
+ * or failing). The readings must not be acknowledged to their node.
+ */
+export class OutboxFullError extends Error {
+  override readonly name = "OutboxFullError";
 }
 
 /**
@@ -66,7 +78,10 @@ export interface OutboxStats {
  * commits before returning), so a reading acknowledged to a link is never lost.
  */
 export interface Outbox {
-  /** Stores the entries in order; applies the row/byte bounds (drop-oldest). Returns how many were dropped. */
+  /**
+   * Stores the entries in order; applies the row/byte bounds (drop-oldest). Returns how many were
+   * dropped. Throws OutboxFullError, storing nothing, when it cannot write.
+   */
   append(entries: NewOutboxEntry[]): number;
   /** The oldest `limit` entries, in order, without removing them. */
   /** The oldest entries, up to `limit`, with an id above `afterId` (default 0: from the oldest). */

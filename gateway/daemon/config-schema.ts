@@ -86,6 +86,8 @@ export const GatewayConfig = Type.Object(
       {
         maxRows: Type.Integer({ minimum: 100, default: 1_000_000 }),
         maxBytes: Type.Integer({ minimum: 65_536, default: 256 * 2 ** 20 }),
+        /** Free space kept on the state dir's filesystem; readings are refused below it. */
+        reserveBytes: Type.Integer({ minimum: 0, default: 16 * 2 ** 20 }),
         maxAgeDays: Type.Number({ exclusiveMinimum: 0, default: 30 }),
         sync: Type.Union([Type.Literal("full"), Type.Literal("normal")], { default: "full" }),
         batchSize: Type.Integer({ minimum: 1, maximum: 1000, default: 1000 }),

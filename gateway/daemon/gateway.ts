@@ -55,6 +55,7 @@ export class Gateway {
     this.outbox = new SqliteOutbox(join(c.stateDir, "outbox.db"), {
       maxRows: c.outbox.maxRows,
       maxBytes: c.outbox.maxBytes,
+      reserveBytes: c.outbox.reserveBytes,
       maxAgeMs: c.outbox.maxAgeDays * 86_400_000,
       sync: c.outbox.sync,
     });
@@ -96,15 +97,20 @@ export class Gateway {
     if (c.mqtt) {
       const { MqttLink } = await import("../links/mqtt.js");
       let url = c.mqtt.url;
-      if (c.mqtt.listen !== undefined) {
+      const embedded = c.mqtt.listen !== undefined;
+      let link: InstanceType<typeof MqttLink> | null = null;
+      if (embedded) {
         const { EmbeddedBroker } = await import("../links/mqtt-broker.js");
-        this.broker = new EmbeddedBroker({ port: c.mqtt.listen, host: c.mqtt.listenHost, logger: log("gw:mqtt") });
+        // The broker acknowledges a node's reading only once the link stored it in the outbox.
+        const offer = (topic: string, payload: Buffer, retained: boolean) => (link ? link.offer(topic, payload, retained) : "refused");
+        this.broker = new EmbeddedBroker({ port: c.mqtt.listen as number, host: c.mqtt.listenHost, logger: log("gw:mqtt"), offer });
         await this.broker.start();
         url = this.broker.url;
       }
       const tls = c.mqtt.tls;
       this.links.push(
-        new MqttLink({
+        (link = new MqttLink({
+          offeredByBroker: embedded,
           url: url as string,
           prefix: c.mqtt.prefix,
           username: c.mqtt.username,
@@ -119,7 +125,7 @@ export class Gateway {
           sink: this.agent,
           recorder,
           logger: log("gw:mqtt"),
-        }),
+        })),
       );
     }
     for (const l of this.links) this.agent.addLink(l);

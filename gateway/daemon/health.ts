@@ -59,12 +59,13 @@ export class HealthServer {
 export function healthz(src: HealthSource): Record<string, unknown> {
   const a = src.agent();
   const links = Object.fromEntries(src.links().map((l) => [l.name, l.state]));
-  const ok = a.state === "online" && Object.values(links).every((s) => s === "up");
+  const ok = a.state === "online" && !a.outboxFull && Object.values(links).every((s) => s === "up");
   return {
     status: ok ? "ok" : "degraded",
     agent: a.state,
     links,
-    outbox: { rows: a.outboxRows, bytes: a.outboxBytes, dropped: a.dropped },
+    // full: the outbox cannot write (disk full or failing) and readings are refused, not acknowledged.
+    outbox: { rows: a.outboxRows, bytes: a.outboxBytes, dropped: a.dropped, full: a.outboxFull, refused: a.refused },
     lastServerContact: a.lastServerContact,
     uptimeSeconds: Math.round((Date.now() - src.startedAt) / 1000),
   };
@@ -82,6 +83,8 @@ export function metrics(src: HealthSource): string {
   m("outbox_rows", "gauge", "Readings waiting in the outbox.", [["", a.outboxRows]]);
   m("outbox_bytes", "gauge", "Payload bytes waiting in the outbox.", [["", a.outboxBytes]]);
   m("outbox_dropped_total", "counter", "Readings dropped by the outbox bounds (rows, bytes, age).", [["", a.dropped]]);
+  m("outbox_full", "gauge", "1 while the outbox cannot write (disk full or failing) and refuses readings.", [["", a.outboxFull ? 1 : 0]]);
+  m("readings_refused_total", "counter", "Readings refused, not acknowledged to their node, because the outbox could not write.", [["", a.refused]]);
   m("readings_submitted_total", "counter", "Readings stored in the outbox.", [["", a.submitted]]);
   m("readings_acked_total", "counter", "Readings acknowledged by the server.", [["", a.acked]]);
   m("readings_rejected_total", "counter", "Readings the server refused for good.", [["", a.rejected]]);

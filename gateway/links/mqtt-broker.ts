@@ -13,6 +13,13 @@ export interface EmbeddedBrokerOptions {
   /** Default `0.0.0.0` (nodes are on the LAN). */
   host?: string;
   logger?: Logger;
+  /**
+   * Sees every message a client publishes before the broker acknowledges it (PUBACK) or forwards
+   * it: `refused` means the message was not stored and must not be acknowledged. MQTT 3.1.1 has no
+   * negative PUBACK, so the broker closes that client's connection without one; the node keeps the
+   * message and publishes it again after it reconnects.
+   */
+  offer?: (topic: string, payload: Buffer, retained: boolean) => "stored" | "refused" | "ignored";
 }
 
 export class EmbeddedBroker {
@@ -34,6 +41,18 @@ export class EmbeddedBroker {
 
   async start(): Promise<void> {
     const broker = await Aedes.createBroker();
+    const offer = this.o.offer;
+    if (offer) {
+      const allow = broker.authorizePublish.bind(broker);
+      broker.authorizePublish = (client, packet, callback) => {
+        allow(client, packet, (err) => {
+          if (err || !client) return callback(err);
+          const payload = typeof packet.payload === "string" ? Buffer.from(packet.payload) : packet.payload;
+          if (offer(packet.topic, payload, packet.retain) === "refused") return callback(new Error("outbox cannot write: reading refused"));
+          callback(null);
+        });
+      };
+    }
     broker.on("clientError", (client, err) => this.log.debug({ client: client.id, err: err.message }, "mqtt client error"));
     broker.on("connectionError", (_client, err) => this.log.debug({ err: err.message }, "mqtt connection error"));
     const server = createServer(broker.handle);

@@ -18,7 +18,7 @@ import {
 } from "../../protocol/mqtt-topics.js";
 import type { Command } from "../../protocol/payloads.js";
 import type { CommandTarget, Reading } from "../agent/types.js";
-import type { FrameRecorder, Link, LinkState, ReadingSink } from "./types.js";
+import type { FrameRecorder, Link, LinkState, Offered, ReadingSink } from "./types.js";
 
 export interface MqttTls {
   /** PEM text of the CA, client certificate and key. */
@@ -45,6 +45,11 @@ export interface MqttLinkOptions {
   reconnectPeriodMs?: number;
   /** Link name. Default `mqtt`. */
   name?: string;
+  /**
+   * The broker is the embedded one and hands node messages to `offer()` before it acknowledges
+   * them (its publish hook): the link then subscribes to no node topic.
+   */
+  offeredByBroker?: boolean;
 }
 
 export class MqttLink implements Link, CommandTarget {
@@ -55,7 +60,7 @@ export class MqttLink implements Link, CommandTarget {
   private readonly log: Logger;
   private readonly seen = new Set<string>();
   private everConnected = false;
-  private readonly stats = { messagesIn: 0, readings: 0, garbage: 0, retainedSkipped: 0, commandsPublished: 0, reconnects: 0 };
+  private readonly stats = { messagesIn: 0, readings: 0, garbage: 0, retainedSkipped: 0, commandsPublished: 0, reconnects: 0, refused: 0 };
 
   constructor(private readonly o: MqttLinkOptions) {
     if (!/^(mqtts?|wss?|tcp|ssl):\/\//.test(o.url ?? "")) throw new TypeError(`MqttLink: url must be mqtt://, mqtts://, ws:// or wss://, got "${o.url}"`);
@@ -92,6 +97,7 @@ export class MqttLink implements Link, CommandTarget {
       this.state = "up";
       this.log.info({ url: redact(this.o.url), prefix: this.prefix }, "MQTT connected");
       client.publish(status, "online", { qos: 1, retain: true });
+      if (this.o.offeredByBroker) return;
       client.subscribe(nodeSubscriptions(this.prefix), { qos: 1 }, (err) => {
         if (err) this.log.error({ err: err.message }, "MQTT subscribe failed");
       });
@@ -101,7 +107,12 @@ export class MqttLink implements Link, CommandTarget {
       if (this.client) this.state = "down";
     });
     client.on("error", (err) => this.log.warn({ err: err.message }, "MQTT error"));
-    client.on("message", (topic, payload, packet) => this.onMessage(topic, payload, packet.retain));
+    // mqtt.js acknowledges a QoS 1 message (PUBACK to the broker) only once handleMessage calls
+    // back: a reading the outbox refused is answered with an error instead, so no PUBACK.
+    client.handleMessage = (packet, done) => {
+      const r = this.offer(packet.topic, typeof packet.payload === "string" ? Buffer.from(packet.payload) : packet.payload, packet.retain);
+      done(r === "refused" ? new Error("outbox cannot write: reading refused") : undefined);
+    };
   }
 
   async stop(): Promise<void> {
@@ -131,25 +142,36 @@ export class MqttLink implements Link, CommandTarget {
     return { ...this.stats };
   }
 
-  private onMessage(topic: string, payload: Buffer, retained: boolean): void {
+  /**
+   * A message a node published: stored in the outbox (`stored`), refused because the outbox cannot
+   * write (`refused`: do not acknowledge it), or not a reading (`ignored`).
+   */
+  offer(topic: string, payload: Buffer, retained: boolean): Offered {
     const t = parseNodeTopic(this.prefix, topic);
-    if (!t) return;
+    if (!t) return "ignored";
     this.stats.messagesIn++;
     this.o.recorder?.record(this.name, payload.toString("utf8"), topic);
     if (retained && t.kind !== "config") {
       // A retained reading is an old one the broker replays on every subscribe: not a new reading.
       this.stats.retainedSkipped++;
-      return;
+      return "ignored";
     }
     const value = parseNodePayload(t.kind, payload);
     if (value === null) {
       this.stats.garbage++;
       this.log.debug({ topic }, "MQTT payload without a usable value skipped");
-      return;
+      return "ignored";
     }
     const reading: Reading = { G: t.G, V: t.V, D: t.D, DA: value, kind: t.kind };
     this.seen.add(`${t.G}_${t.V}_${t.D}`);
-    this.stats.readings += this.o.sink.submitMany([reading], this.name);
+    const sink = this.o.sink;
+    const n = sink.store ? sink.store([reading], this.name) : sink.submitMany([reading], this.name);
+    if (n === "refused") {
+      this.stats.refused++;
+      return "refused";
+    }
+    this.stats.readings += n;
+    return "stored";
   }
 }
 

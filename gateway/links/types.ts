@@ -4,7 +4,15 @@ import type { Reading } from "../agent/types.js";
 /** Where a link hands readings (the BlockAgent implements it). */
 export interface ReadingSink {
   submitMany(readings: Reading[], link?: string): number;
+  /**
+   * As submitMany, but `refused` when nothing could be stored (the outbox cannot write): a link
+   * that acknowledges readings to its nodes (MQTT PUBACK) must then not acknowledge them.
+   */
+  store?(readings: Reading[], link?: string): number | "refused";
 }
+
+/** What became of a message a node published. */
+export type Offered = "stored" | "refused" | "ignored";
 
 /** Receives every frame that came from hardware (`--record`). */
 export interface FrameRecorder {
