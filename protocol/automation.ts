@@ -3,6 +3,7 @@
  * The server validates with them; the CLI and clients import the types.
  */
 import { type Static, Type } from "@sinclair/typebox";
+import { WIRE_NUMBER } from "./payloads.js";
 
 export const SUBDEVICE_CATEGORIES = ["rf", "webhook", "sms"] as const;
 export const SUBDEVICE_TYPES = ["actuator", "sensor"] as const;
@@ -72,7 +73,10 @@ export const RuleBody = Type.Object(
     shortName: Type.String({ minLength: 1, maxLength: 256 }),
     preconditions: Type.Array(HandlerObject, { minItems: 1, maxItems: 32 }),
     actions: Type.Array(HandlerObject, { minItems: 1, maxItems: 32 }),
-    timeout: Type.Optional(Type.Number({ minimum: 0, maximum: 31_536_000 })),
+    /** Seconds: a finite non-negative number (or a decimal string), at most a year. */
+    timeout: Type.Optional(
+      Type.Unsafe<number | string>({ [WIRE_NUMBER]: { maximum: 31_536_000 }, description: "seconds, a finite non-negative number up to 31536000" }),
+    ),
   },
   { additionalProperties: true },
 );

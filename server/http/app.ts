@@ -3,13 +3,14 @@ import { createServer } from "node:http";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerFactory, LogController } from "fastify";
 import type { Logger } from "pino";
 import { fail } from "../../protocol/envelope.js";
+import { badRequest } from "../errors.js";
 import type { Services } from "../services/index.js";
 import { installAuth } from "./auth.js";
 import { blockEventRoutes } from "./block-events.js";
 import { blockRoutes } from "./blocks.js";
 import { callbackRoutes } from "./callbacks.js";
 import { deviceRoutes } from "./devices.js";
-import { installErrorHandling } from "./errors.js";
+import { clientErrorHandler, installErrorHandling } from "./errors.js";
 import { accessTokenRoutes } from "./oauth.js";
 import { pageRoutes } from "./pages/index.js";
 import { serviceDeviceRoutes } from "./service-devices.js";
@@ -19,6 +20,7 @@ import { fileHostAuthRoutes, fileHostRoutes } from "./filehost.js";
 import { cameraRoutes } from "./camera.js";
 import { JSON_BODY_LIMIT, REST_PREFIX, SNAPSHOT_BODY_LIMIT } from "./constants.js";
 import { FastIngest, type RequestListener } from "./fast-ingest.js";
+import { MAX_JSON_DEPTH, SCHEMA_KEYWORDS, nestedDeeperThan } from "./schema-keywords.js";
 
 export { JSON_BODY_LIMIT, REST_PREFIX, SNAPSHOT_BODY_LIMIT } from "./constants.js";
 
@@ -62,8 +64,9 @@ function baseFastify(log: Logger, bodyLimit: number, serverFactory?: FastifyServ
     // Old clients send `DELETE` with a JSON content type and no body, or `/path/` with a slash.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
     return503OnClosing: true,
+    clientErrorHandler,
     forceCloseConnections: "idle",
-    ajv: { customOptions: { coerceTypes: "array", removeAdditional: false, allErrors: false } },
+    ajv: { customOptions: { coerceTypes: "array", removeAdditional: false, allErrors: false, keywords: SCHEMA_KEYWORDS } },
     // Errors raised before routing (a path segment over maxParamLength, bad percent-encoding):
     // fastify answers them with its own JSON shape unless they pass through here.
     frameworkErrors: (err, _request, reply) => {
@@ -79,12 +82,16 @@ function baseFastify(log: Logger, bodyLimit: number, serverFactory?: FastifyServ
       done(null, undefined);
       return;
     }
+    if (nestedDeeperThan(body as string, MAX_JSON_DEPTH)) {
+      done(badRequest(`malformed JSON body: nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+      return;
+    }
     void jsonParser(request, body as string, done);
   });
   app.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string" }, (_request, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
-  installErrorHandling(app);
+  installErrorHandling(app, bodyLimit);
   // Node's server.close() ends only the keep-alive connections idle at that moment. A response
   // finished later (a held poll answered at shutdown) would leave its connection open, and close()
   // waiting, for the whole keep-alive timeout (72 s): end such a connection once it is written.

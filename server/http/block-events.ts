@@ -34,18 +34,21 @@ const MAX_FUTURE_SKEW_MS = 5 * 60_000;
 export function toEvent(b: BlockPrincipal, kind: IngestEvent["kind"], e: DataEventBody, now: number): IngestEvent {
   const G = String(e.G);
   const DA = kind === "config" ? String((e as unknown as { type: string }).type) : daText(e.DA);
+  // V and D arrive as numbers or strings of digits (payloads.ts WIRE_INTEGER).
+  const V = Number(e.V);
+  const D = Number(e.D);
   let ts = now;
   if (e.TIMESTAMP !== undefined && e.TIMESTAMP <= now + MAX_FUTURE_SKEW_MS) ts = e.TIMESTAMP;
   return {
     kind,
     userId: b.userId,
     node: b.nodeId,
-    guid: makeGuid({ node: b.nodeId, G, V: e.V, D: e.D }),
+    guid: makeGuid({ node: b.nodeId, G, V, D }),
     G,
-    V: e.V,
-    D: e.D,
+    V,
+    D,
     DA,
-    num: kind === "config" ? null : storedNumber(e.V, e.D, DA),
+    num: kind === "config" ? null : storedNumber(V, D, DA),
     ts,
     key: e.KEY,
     payload: kind === "config" ? (e as unknown as Record<string, unknown>) : undefined,

@@ -41,12 +41,17 @@ function validationMessage(err: FastifyError): string {
   return `invalid request: ${parts.length > 0 ? parts.join("; ") : err.message}`;
 }
 
-function describe(err: FastifyError): { status: number; message: string } {
+/** A byte count as people write limits: "64 KiB", "10 MiB". */
+function size(bytes: number): string {
+  return bytes >= 1024 * 1024 ? `${bytes / (1024 * 1024)} MiB` : `${bytes / 1024} KiB`;
+}
+
+function describe(err: FastifyError, bodyLimit: number): { status: number; message: string } {
   if (err instanceof ServiceError) return { status: err.statusCode, message: err.message };
   if (err.validation) {
     return { status: 400, message: validationMessage(err) };
   }
-  if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") return { status: 413, message: "request body too large (limit 64 KiB)" };
+  if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") return { status: 413, message: `request body too large (limit ${size(bodyLimit)})` };
   if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
     return { status: 415, message: "unsupported Content-Type: send application/json" };
   }
@@ -64,8 +69,9 @@ const DRAIN_LIMIT = 16 * 1024 * 1024;
 /**
  * fastify answers a body over the limit with `Connection: close` and never reads the rest. Closing
  * a socket with unread data makes the kernel reset it, and a client still sending (any client
- * posting a body of a few MB) fails with EPIPE/ECONNRESET instead of reading the 413. Keep the
- * connection and discard the rest of the body instead, up to DRAIN_LIMIT bytes.
+ * posting a body of a few MB) fails with EPIPE/ECONNRESET instead of reading the answer. Keep the
+ * connection and discard the rest of the body instead, up to DRAIN_LIMIT bytes. The same for any
+ * refusal before the body was read (401, 415, 429 on a snapshot upload).
  */
 function drainRefusedBody(request: FastifyRequest, reply: FastifyReply): void {
   const raw = request.raw;
@@ -79,16 +85,40 @@ function drainRefusedBody(request: FastifyRequest, reply: FastifyReply): void {
   raw.resume();
 }
 
-export function installErrorHandling(app: FastifyInstance): void {
+export function installErrorHandling(app: FastifyInstance, bodyLimit: number): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
-    const { status, message } = describe(err);
+    const { status, message } = describe(err, bodyLimit);
     if (status >= 500) request.log.error({ err }, "request failed");
     else request.log.debug({ code: err.code, status, message }, "request refused");
     if (reply.sent || reply.raw.headersSent) return;
-    if (status === 413) drainRefusedBody(request, reply);
+    if (status === 413 || (status >= 400 && status < 500 && !request.raw.complete)) drainRefusedBody(request, reply);
     void reply.code(status).send(fail(message));
   });
   app.setNotFoundHandler((request, reply) => {
     void reply.code(404).send(fail(`no route ${request.method} ${request.url.split("?")[0]}`));
   });
+}
+
+/** Answers of node:http's parser errors (before any route): status and the envelope's text. */
+const CLIENT_ERRORS: Record<string, [number, string, string]> = {
+  HPE_HEADER_OVERFLOW: [431, "Request Header Fields Too Large", "request headers too large (limit 16 KiB in all)"],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, "Request Timeout", "request timed out: headers and body must arrive within the request timeout"],
+};
+
+/**
+ * fastify's `clientErrorHandler`: node:http reports a request it cannot parse (headers over the
+ * limit, a request not received in time, bad framing) here, before fastify sees it. Answer with the
+ * envelope, like every other refusal, then close the connection (its framing can't be trusted).
+ */
+export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoException, socket: import("node:net").Socket): void {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, reason, message] = CLIENT_ERRORS[err.code ?? ""] ?? [400, "Bad Request", "malformed HTTP request"];
+  this.log.debug({ code: err.code, status }, "client error");
+  if (socket.writable) {
+    const body = JSON.stringify(fail(message));
+    socket.write(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }

@@ -16,29 +16,31 @@
  *    schema refuses: the request is replayed through fastify (`inject`) with the same method, URL,
  *    headers and body, and fastify's answer (the envelope with its message) is sent. The strict
  *    check accepts a subset of what the route's ajv validation accepts (it coerces nothing and
- *    counts string lengths in UTF-16 units), so a body it passes is one fastify passes unchanged.
+ *    counts string lengths in UTF-16 units, takes V and D as JSON numbers only and refuses nothing
+ *    deeper than MAX_JSON_DEPTH), so a body it passes is one fastify passes unchanged.
  * A test compares the two paths' answers over a corpus of good and bad bodies.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { FastifyInstance } from "fastify";
 import { fail, ok } from "../../protocol/envelope.js";
-import { ConfigEvent, DataEvent, type DataEvent as DataEventBody, HeartbeatBody } from "../../protocol/payloads.js";
+import { type DataEvent as DataEventBody, StrictEvents } from "../../protocol/payloads.js";
 import { ServiceError } from "../errors.js";
 import type { BlockPrincipal } from "../services/auth.js";
 import type { Services } from "../services/index.js";
 import type { IngestEvent } from "../store/types.js";
 import { JSON_BODY_LIMIT, REST_PREFIX } from "./constants.js";
 import { toEvent } from "./block-events.js";
+import { MAX_JSON_DEPTH, nestedDeeperThan } from "./schema-keywords.js";
 
 type Kind = IngestEvent["kind"];
 export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
 const ROUTE = new RegExp(`^${REST_PREFIX}/block/([A-Za-z0-9]{12,64})/(data|heartbeat|config)$`);
 const CHECKS = {
-  data: TypeCompiler.Compile(DataEvent),
-  heartbeat: TypeCompiler.Compile(HeartbeatBody),
-  config: TypeCompiler.Compile(ConfigEvent),
+  data: TypeCompiler.Compile(StrictEvents.DataEvent),
+  heartbeat: TypeCompiler.Compile(StrictEvents.HeartbeatBody),
+  config: TypeCompiler.Compile(StrictEvents.ConfigEvent),
 } as const;
 const OK_BODY = JSON.stringify(ok());
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -96,6 +98,7 @@ export class FastIngest {
     let body: unknown;
     try {
       if (text.includes("__proto__") || text.includes("constructor")) throw new Error("replay");
+      if (nestedDeeperThan(text, MAX_JSON_DEPTH)) throw new Error("replay");
       body = JSON.parse(text);
     } catch {
       this.replay(req, res, text);

@@ -48,10 +48,10 @@ describe("bad input", () => {
   });
 
   it("wrong types are 400 naming the field and the type wanted", async () => {
-    expectRefused(await asBlock(t, NODE, bt, "data", { ...good, V: "x" }), 400, /body\/V must be integer/);
+    expectRefused(await asBlock(t, NODE, bt, "data", { ...good, V: "x" }), 400, /body\/V must be a non-negative integer/);
     expectRefused(await asBlock(t, NODE, bt, "data", { ...good, G: { a: 1 } }), 400, /body\/G must be string or integer/);
     expectRefused(await asBlock(t, NODE, bt, "data", { ...good, DA: [1, 2] }), 400, /body\/DA must be string or number/);
-    expectRefused(await asBlock(t, NODE, bt, "data", { ...good, D: 1.5 }), 400, /body\/D must be integer/);
+    expectRefused(await asBlock(t, NODE, bt, "data", { ...good, D: 1.5 }), 400, /body\/D must be a non-negative integer/);
     expectRefused(await asUser(t, "PUT", `/device/${TEMP}`, { shortName: { x: 1 } }), 400, /body\/shortName must be string/);
     expectRefused(await asUser(t, "POST", "/block", { nodeid: ["ABCDEF123456", "x"] }), 400, /nodeid/);
   });

@@ -74,6 +74,7 @@ export async function validateRule(body: RuleBody, lookup: DeviceLookup): Promis
     shortName: body.shortName,
     preconditions: await check("preconditions", body.preconditions, lookup),
     actions: await check("actions", body.actions, lookup),
-    timeout: body.timeout ?? 0,
+    // A number or a decimal string (automation.ts WIRE_NUMBER).
+    timeout: Number(body.timeout ?? 0),
   };
 }
