@@ -45,6 +45,11 @@ export function redactUrl(url: string): string {
 function serverWithLane(lane: FastIngest): FastifyServerFactory {
   return (handler, opts) => {
     const server = createServer(lane.listener(handler as RequestListener));
+    // A client that half-closes right after its request (the Arduino Ethernet block library does,
+    // without reading the answer) has that request aborted by Node unless this is set
+    // (socketOnEnd in lib/_http_server.js): the reading would be lost. With it, the answer is
+    // written and then the socket is closed.
+    (server as unknown as { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
     server.keepAliveTimeout = opts.keepAliveTimeout as number;
     server.requestTimeout = opts.requestTimeout as number;
     server.setTimeout(opts.connectionTimeout as number);

@@ -3,6 +3,7 @@
  * resolves the credential before the body is read, so an unauthenticated request is refused
  * without parsing it, and applies the per-credential rate limit.
  */
+import type { IncomingHttpHeaders } from "node:http";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { isNodeId } from "../../protocol/guid.js";
 import { badRequest } from "../errors.js";
@@ -19,6 +20,30 @@ declare module "fastify" {
   }
 }
 
+/**
+ * The block token of a request: header `X-Service-Token`, or `X-Ninja-Token`, the original Ninja
+ * Blocks platform's name for the same header, which its unmodified clients (the Arduino Ethernet
+ * block library among them) send. X-Service-Token wins when both are given.
+ */
+export function blockToken(headers: IncomingHttpHeaders): string | undefined {
+  const service = headers["x-service-token"];
+  if (typeof service === "string" && service !== "") return service;
+  const ninja = headers["x-ninja-token"];
+  return typeof ninja === "string" && ninja !== "" ? ninja : undefined;
+}
+
+/**
+ * A client that can take only one short command per poll answer: the original Arduino Ethernet
+ * block library (User-Agent `Ninja Arduino 1.1`, `1.2` in later copies). It reads at most 128
+ * bytes of the body and parses only the first command by string matching. Recognised by its
+ * User-Agent because nothing else in its requests tells it apart (the original node clients send
+ * X-Ninja-Token too and take whole batches), and it cannot be changed on boards in the field.
+ */
+export function isConstrainedClient(headers: IncomingHttpHeaders): boolean {
+  const ua = headers["user-agent"];
+  return typeof ua === "string" && /^Ninja Arduino\b/i.test(ua);
+}
+
 export function installAuth(app: FastifyInstance, s: Services): void {
   app.decorateRequest("principal", null);
   app.decorateRequest("blockPrincipal", null);
@@ -30,8 +55,7 @@ export function installAuth(app: FastifyInstance, s: Services): void {
     } else if (mode === "block") {
       const nodeId = (request.params as { nodeId?: string }).nodeId ?? "";
       if (!isNodeId(nodeId)) throw badRequest(`node id "${nodeId}" is not 12 or more alphanumeric characters`);
-      const header = request.headers["x-service-token"];
-      request.blockPrincipal = await s.auth.block(typeof header === "string" ? header : undefined, nodeId);
+      request.blockPrincipal = await s.auth.block(blockToken(request.headers), nodeId);
       s.rateLimiter.take(request.blockPrincipal.tokenHash);
     }
   });

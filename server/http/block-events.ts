@@ -14,9 +14,28 @@ import {
 } from "../../protocol/payloads.js";
 import { toCommand } from "../services/commands.js";
 import type { Services } from "../services/index.js";
-import type { IngestEvent } from "../store/types.js";
+import type { CommandRow, IngestEvent } from "../store/types.js";
 import type { BlockPrincipal } from "../services/auth.js";
-import { blockOf } from "./auth.js";
+import { blockOf, isConstrainedClient } from "./auth.js";
+import { onClientGone } from "./client-gone.js";
+
+/** The most a constrained client (the Arduino Ethernet block library) reads of an answer's body, bytes. */
+export const CONSTRAINED_BODY_BYTES = 128;
+
+/**
+ * The answer for a constrained client: one command, keys in the order G, V, D, DA (its string
+ * matching needs a comma after D and a quoted DA), no GUID. Returns the body and the commands it
+ * consumed: the one sent, and before it any that could never fit (they are dropped, not retried).
+ */
+export function constrainedAnswer(rows: CommandRow[]): { body: string; sent: CommandRow[]; dropped: CommandRow[] } {
+  const dropped: CommandRow[] = [];
+  for (const r of rows) {
+    const body = JSON.stringify({ DEVICE: [{ G: r.g, V: r.v, D: r.d, DA: String(r.da) }] });
+    if (Buffer.byteLength(body) <= CONSTRAINED_BODY_BYTES) return { body, sent: [r], dropped };
+    dropped.push(r);
+  }
+  return { body: JSON.stringify({ DEVICE: [] }), sent: [], dropped };
+}
 
 /**
  * The number stored beside a reading for folding: only for device types whose DA is a quantity
@@ -79,11 +98,23 @@ export function blockEventRoutes(app: FastifyInstance, s: Services): void {
   // No HEAD twin: a HEAD would take the commands off the queue and drop the body that carries them.
   app.get("/block/:nodeId/commands", { config: block, schema: { params: NodeIdParam }, exposeHeadRoute: false }, async (request, reply) => {
     const { nodeId } = blockOf(request);
-    const rows = await s.commands.poll(nodeId, (cancel) => {
-      reply.raw.once("close", () => {
-        if (!reply.raw.writableFinished) cancel();
-      });
-    });
+    const polled = await s.commands.poll(nodeId, (cancel) => onClientGone(reply, cancel));
+    let rows = polled;
+    let constrained: string | null = null;
+    if (isConstrainedClient(request.headers)) {
+      // One command per answer; the rest stay queued for its next polls, in order.
+      const a = constrainedAnswer(polled);
+      for (const r of a.dropped) {
+        request.log.warn({ guid: r.guid, bytes: r.da.length }, "command too long for a Ninja Arduino client's 128-byte read: dropped");
+      }
+      if (a.dropped.length > 0) await s.commands.delivered(a.dropped);
+      s.commands.lost(polled.filter((r) => !a.sent.includes(r) && !a.dropped.includes(r)));
+      rows = a.sent;
+      constrained = a.body;
+      // It closes after each answer anyway; closing here too means a missed answer never leaves
+      // it waiting on a kept-alive socket.
+      reply.header("connection", "close");
+    }
     if (rows.length > 0) {
       // Removed from the queue only once the response carrying them was written.
       reply.raw.once("finish", () => {
@@ -93,6 +124,7 @@ export function blockEventRoutes(app: FastifyInstance, s: Services): void {
         if (!reply.raw.writableFinished) s.commands.lost(rows);
       });
     }
+    if (constrained !== null) return reply.type("application/json").send(constrained);
     return reply.send({ DEVICE: rows.map(toCommand) });
   });
 }

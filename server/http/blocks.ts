@@ -6,6 +6,7 @@ import { notFound } from "../errors.js";
 import type { Services } from "../services/index.js";
 import type { BlockRow } from "../store/types.js";
 import { userOf } from "./auth.js";
+import { onClientGone } from "./client-gone.js";
 
 function blockJson(b: BlockRow): { date_created: number; last_active: number; short_name: string } {
   return { date_created: b.date_created, last_active: b.last_active, short_name: b.short_name };
@@ -53,11 +54,7 @@ export function blockRoutes(app: FastifyInstance, s: Services): void {
       s.rateLimiter.take(principal.tokenHash);
       return reply.send({ token: await s.activation.direct(nodeId, principal.userId) });
     }
-    const token = await s.activation.wait(nodeId, (cancel) => {
-      reply.raw.once("close", () => {
-        if (!reply.raw.writableFinished) cancel();
-      });
-    });
+    const token = await s.activation.wait(nodeId, (cancel) => onClientGone(reply, cancel));
     if (token === null) return reply.code(204).send();
     return reply.send({ token });
   });

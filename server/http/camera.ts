@@ -8,7 +8,7 @@ import { ok } from "../../protocol/envelope.js";
 import { GuidParam } from "../../protocol/payloads.js";
 import type { Services } from "../services/index.js";
 import type { DeviceRow } from "../store/types.js";
-import { userOf } from "./auth.js";
+import { blockToken, userOf } from "./auth.js";
 
 /** Largest upload (DESIGN.md "Limits"), the stream listener's body limit too. */
 const SNAPSHOT_BODY_LIMIT = 10 * 1024 * 1024;
@@ -47,9 +47,8 @@ export function cameraRoutes(app: FastifyInstance, s: Services): void {
       schema: { params: GuidParam },
       // Before the body is read: a block that does not own the camera never uploads 10 MiB.
       onRequest: async (request) => {
-        const header = request.headers["x-service-token"];
         const { guid } = request.params as { guid: string };
-        request.camera = await camera.authorizeUpload(guid, typeof header === "string" ? header : undefined);
+        request.camera = await camera.authorizeUpload(guid, blockToken(request.headers));
         s.rateLimiter.take(`camera:${request.camera.id}`);
         if (Number(request.headers["content-length"] ?? 0) > SNAPSHOT_BODY_LIMIT) {
           throw Object.assign(new Error("the snapshot is larger than 10 MiB"), { statusCode: 413 });

@@ -30,6 +30,7 @@ import type { BlockPrincipal } from "../services/auth.js";
 import type { Services } from "../services/index.js";
 import type { IngestEvent } from "../store/types.js";
 import { JSON_BODY_LIMIT, REST_PREFIX } from "./constants.js";
+import { blockToken } from "./auth.js";
 import { toEvent } from "./block-events.js";
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "./schema-keywords.js";
 
@@ -83,8 +84,9 @@ export class FastIngest {
     if (h["transfer-encoding"] !== undefined || h["content-length"] === undefined) return false;
     const length = Number(h["content-length"]);
     if (!(length > 0 && length <= JSON_BODY_LIMIT)) return false;
-    const token = h["x-service-token"];
-    if (typeof token !== "string" || token === "") return false;
+    // The same header rule as the routes' auth hook (X-Service-Token, or its alias X-Ninja-Token).
+    const token = blockToken(h);
+    if (token === undefined) return false;
     const principal = this.s.auth.cachedBlock(token, m[1] as string);
     if (!principal || !this.s.rateLimiter.tryTake(principal.tokenHash)) return false;
     const kind = m[2] as Kind;

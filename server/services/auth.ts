@@ -51,9 +51,9 @@ export class AuthService {
     return { userId: row.user_id, via: wanted, tokenHash: hash };
   }
 
-  /** Resolves the block token of header X-Service-Token for the node in the path. */
+  /** Resolves the block token of header X-Service-Token (or X-Ninja-Token) for the node in the path. */
   async block(token: string | undefined, pathNodeId: string): Promise<BlockPrincipal> {
-    if (!token) throw unauthorized("missing block token: send it in the X-Service-Token header");
+    if (!token) throw unauthorized("missing block token: send it in the X-Service-Token header (or X-Ninja-Token)");
     const hash = hashToken(token);
     const row = await this.store.tokens.find(hash);
     if (!row || (row.kind !== "block" && row.kind !== "vblock")) throw unauthorized("unknown or revoked block token");

@@ -111,6 +111,11 @@ export function ingestTransaction(
         deviceId = found;
         if (isConfig) updateMeta.run(applyConfig(deviceMeta.get(deviceId) as string, e), deviceId);
         else updateLast.run(e.DA, e.ts, deviceId, e.ts);
+      } else if (isConfig && e.DA === "UNPLUG") {
+        // An UNPLUG for a device never seen creates nothing (V12_1.00 firmware sends one for each
+        // empty port at boot): acknowledged like a duplicate, so no listener sees it either.
+        results.push({ deviceId: 0, created: false, duplicate: true });
+        continue;
       } else {
         const meta = isConfig ? applyConfig("{}", e) : "{}";
         deviceId = (
