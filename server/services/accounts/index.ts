@@ -13,10 +13,12 @@ import { OAuthService } from "./oauth.js";
 import { Sessions } from "./sessions.js";
 
 export interface LoginLimitOptions {
-  /** Attempts allowed at once per client address and per user name. Default 10. */
+  /** Attempts allowed at once per (client address, user name). Default 10. */
   burst: number;
   /** Seconds for one more attempt to become available. Default 30. */
   refillSeconds: number;
+  /** Attempts allowed at once per client address, over all names. Default 30 (3 × burst). */
+  addressBurst?: number;
 }
 
 export const LOGIN_LIMIT_DEFAULTS: LoginLimitOptions = { burst: 10, refillSeconds: 30 };
@@ -25,6 +27,7 @@ export class Accounts {
   readonly sessions: Sessions;
   readonly oauth: OAuthService;
   private readonly loginLimiter: RateLimiter;
+  private readonly addressLimiter: RateLimiter;
   private keyBuf: Buffer | null = null;
   private sweep: NodeJS.Timeout | undefined;
 
@@ -38,6 +41,8 @@ export class Accounts {
     this.sessions = new Sessions(store, () => this.key, clock);
     this.oauth = new OAuthService(store, auth, clock);
     this.loginLimiter = new RateLimiter({ perSecond: 1 / limit.refillSeconds, burst: limit.burst }, clock);
+    const addressBurst = limit.addressBurst ?? 3 * limit.burst;
+    this.addressLimiter = new RateLimiter({ perSecond: addressBurst / limit.burst / limit.refillSeconds, burst: addressBurst }, clock);
   }
 
   /** The HMAC key of session cookies and CSRF fields. */
@@ -50,6 +55,7 @@ export class Accounts {
     const key = await this.store.keys.getOrCreate("session", () => randomBytes(32).toString("base64"), this.clock());
     this.keyBuf = Buffer.from(key, "base64");
     this.loginLimiter.start();
+    this.addressLimiter.start();
     this.sweep = setInterval(() => {
       Promise.all([this.sessions.prune(), this.oauth.pruneCodes()]).catch((err: unknown) => {
         this.log.warn({ err }, "sweeping expired sessions and codes failed");
@@ -62,23 +68,19 @@ export class Accounts {
     if (this.sweep) clearInterval(this.sweep);
     this.sweep = undefined;
     this.loginLimiter.stop();
+    this.addressLimiter.stop();
   }
 
   /**
-   * Checks a user name and password. Each attempt costs one from the buckets of the client address
-   * and of the user name before the (slow) password check, so guessing is bounded either way.
-   * Throws 429 when a bucket is empty; returns null on wrong credentials.
+   * Checks a user name and password. Each attempt costs one from the bucket of the client address
+   * and one from that of (address, user name) before the (slow) password check. Never a bucket per
+   * user name alone: anyone could then keep a user locked out with a few wrong passwords a minute,
+   * from anywhere. Throws 429 when a bucket is empty; returns null on wrong credentials.
    */
   async login(ip: string, name: string, password: string): Promise<UserRow | null> {
-    try {
-      this.loginLimiter.take(`ip:${ip}`);
-      this.loginLimiter.take(`user:${name.toLowerCase()}`);
-    } catch (err) {
-      if (err instanceof ServiceError && err.code === "RATE_LIMITED") {
-        this.log.warn({ ip, user: name }, "login attempts rate-limited");
-        throw new ServiceError("RATE_LIMITED", "Too many login attempts. Wait a minute and try again.");
-      }
-      throw err;
+    if (!this.addressLimiter.tryTake(ip) || !this.loginLimiter.tryTake(`${ip}\u0000${name.toLowerCase()}`)) {
+      this.log.warn({ ip, user: name }, "login attempts rate-limited");
+      throw new ServiceError("RATE_LIMITED", "Too many login attempts. Wait a minute and try again.");
     }
     const user = await this.store.users.byName(name);
     const ok = await verifyPassword(password, user?.password_hash ?? null);

@@ -122,6 +122,19 @@ describe("login and sessions", () => {
     expect((await client.login(alice, PASSWORD)).statusCode).toBe(303);
   });
 
+  it("limits attempts per address and per (address, user): wrong passwords from one address lock out no one else", async () => {
+    const { name: admin, client: attacker } = await f.user("admin");
+    for (let i = 0; i < 10; i++) expect((await attacker.login(admin, `wrong-${i}`)).statusCode).toBe(401);
+    expect((await attacker.login(admin, PASSWORD)).statusCode).toBe(429);
+    // The owner, from another address, with the right password.
+    expect((await f.client().login(admin, PASSWORD)).statusCode).toBe(303);
+    // The attacker's address still has attempts for other names, up to its own bound (30).
+    const { name: bob } = await f.user("bob");
+    for (let i = 0; i < 10; i++) expect((await attacker.login(bob, `wrong-${i}`)).statusCode).toBe(401);
+    for (let i = 0; i < 9; i++) expect((await attacker.login(`nobody${i}`, "x")).statusCode).toBe(401);
+    expect((await attacker.login("nobody-else", "x")).statusCode).toBe(429);
+  });
+
   it("sends the security headers on every page", async () => {
     const signedIn = await f.user("alice");
     await signedIn.client.login(signedIn.name, PASSWORD);
