@@ -1,6 +1,6 @@
 /** `blockkit apps add`: register an OAuth application for a user (scripts and tests). */
 import type { Command } from "commander";
-import { dbUrl, userName } from "./options.js";
+import { dbUrl, storeLocation, userName } from "./options.js";
 
 interface AppsAddFlags {
   user: string;
@@ -19,13 +19,13 @@ export function registerApps(program: Command): void {
     .requiredOption("--name <app>", "the application's name, shown on the consent page")
     .requiredOption("--redirect-uri <uri>", "the exact redirect URI the application will use (http or https)")
     .option("--data <dir>", "directory of the embedded SQLite store", "./data")
-    .option("--db <url>", "store URL (sqlite:DIR)", dbUrl)
+    .option("--db <url>", "store URL: sqlite:DIR or a directory (default: BLOCKKIT_DB, else --data)", dbUrl)
     .action(async (flags: AppsAddFlags) => {
       // Loaded on use, so that `blockkit gateway` on a Pi does not carry the server's modules.
-      const { openSqliteStore } = await import("../server/store/sqlite/index.js");
+      const { openStore } = await import("../server/store/index.js");
       const { AuthService } = await import("../server/services/auth.js");
       const { OAuthService } = await import("../server/services/accounts/oauth.js");
-      const store = openSqliteStore({ dataDir: flags.db ?? flags.data, ingestThread: false });
+      const store = await openStore(storeLocation(flags).url, { ingestThread: false });
       try {
         const user = await store.users.byName(flags.user);
         if (!user) throw new Error(`no user "${flags.user}": create it with blockkit users add`);

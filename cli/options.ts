@@ -1,5 +1,6 @@
 /** Parsers for command-line values: each names the option and the value it refused. */
 import { InvalidArgumentError } from "commander";
+import { parseStoreUrl } from "../server/store/url.js";
 
 export function port(value: string): number {
   const n = Number(value);
@@ -43,11 +44,22 @@ export function logLevel(value: string): string {
   return value;
 }
 
-/** --db: only the embedded store exists in this version; a PostgreSQL URL is refused clearly. */
+/** --db: a store URL (server/store/index.ts), checked here so that a typo is refused before anything starts. */
 export function dbUrl(value: string): string {
-  if (/^postgres(ql)?:\/\//.test(value)) {
-    throw new InvalidArgumentError("the PostgreSQL store is not part of this version yet: use --data DIR (SQLite)");
+  try {
+    parseStoreUrl(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
   }
-  if (value.startsWith("sqlite:")) return value.slice("sqlite:".length);
-  throw new InvalidArgumentError(`"${value}" is not a store URL (sqlite:DIR)`);
+  return value;
+}
+
+/**
+ * The store a command opens: --db, else BLOCKKIT_DB, else the directory of --data. `dataDir` is
+ * where the server keeps its files (the store's directory for an embedded store).
+ */
+export function storeLocation(flags: { db?: string | undefined; data: string }): { url: string; dataDir: string } {
+  const url = flags.db ?? process.env.BLOCKKIT_DB ?? `sqlite:${flags.data}`;
+  const where = parseStoreUrl(url);
+  return { url, dataDir: where.kind === "sqlite" && flags.db !== undefined ? where.dir : flags.data };
 }

@@ -1,7 +1,7 @@
 /** `blockkit server`, `blockkit users add`: run the service and manage its accounts. */
 import type { Command } from "commander";
 import pino from "pino";
-import { dbUrl, logLevel, port, positiveNumber, url, userName } from "./options.js";
+import { dbUrl, logLevel, port, positiveNumber, storeLocation, url, userName } from "./options.js";
 import { stopOnSignals } from "./signals.js";
 
 interface ServerFlags {
@@ -25,7 +25,7 @@ export function registerServer(program: Command): void {
     .option("--port <port>", "API port", port, 8000)
     .option("--stream-port <port>", "camera stream port (default: port + 1)", port)
     .option("--data <dir>", "directory of the embedded SQLite store", "./data")
-    .option("--db <url>", "store URL (sqlite:DIR)", dbUrl)
+    .option("--db <url>", "store URL: sqlite:DIR or a directory (default: BLOCKKIT_DB, else --data)", dbUrl)
     .option("--admin-token <token>", "personal access token of the first user on an empty database")
     .option("--smtp-url <url>", "SMTP server for the sendEmail action", url)
     .option("--sms-url <url>", "SMS gateway (HTTP POST of {to, body})", url)
@@ -35,11 +35,13 @@ export function registerServer(program: Command): void {
       // Loaded on use, so that `blockkit gateway` on a Pi does not carry the server's modules.
       const { BlockkitServer } = await import("../server/controller.js");
       const logger = pino({ level: flags.logLevel, base: { name: "blockkit" } }, pino.destination(2));
+      const { url: db, dataDir } = storeLocation(flags);
       const server = new BlockkitServer({
         host: flags.host,
         port: flags.port,
         streamPort: flags.streamPort,
-        dataDir: flags.db ?? flags.data,
+        db,
+        dataDir,
         adminToken: flags.adminToken,
         smtpUrl: flags.smtpUrl,
         smsUrl: flags.smsUrl,
@@ -67,12 +69,12 @@ export function registerServer(program: Command): void {
     .description("create a user; prints the new user's access token alone")
     .option("--password <password>", "password for the settings pages")
     .option("--data <dir>", "directory of the embedded SQLite store", "./data")
-    .option("--db <url>", "store URL (sqlite:DIR)", dbUrl)
+    .option("--db <url>", "store URL: sqlite:DIR or a directory (default: BLOCKKIT_DB, else --data)", dbUrl)
     .action(async (name: string, flags: { password?: string; data: string; db?: string }) => {
       userName(name);
-      const { openSqliteStore } = await import("../server/store/sqlite/index.js");
+      const { openStore } = await import("../server/store/index.js");
       const { AuthService } = await import("../server/services/auth.js");
-      const store = openSqliteStore({ dataDir: flags.db ?? flags.data, ingestThread: false });
+      const store = await openStore(storeLocation(flags).url, { ingestThread: false });
       try {
         if (await store.users.byName(name)) throw new Error(`user "${name}" already exists`);
         const { token } = await new AuthService(store).createUser(name, { password: flags.password });

@@ -22,7 +22,7 @@ import { Ingest } from "./services/ingest.js";
 import { Accounts, type LoginLimitOptions } from "./services/accounts/index.js";
 import { RateLimiter } from "./services/rate-limit.js";
 import { newToken } from "./services/secrets.js";
-import { openSqliteStore } from "./store/sqlite/index.js";
+import { openStore } from "./store/index.js";
 import type { Store } from "./store/types.js";
 
 export interface ServerOptions {
@@ -31,9 +31,11 @@ export interface ServerOptions {
   port?: number;
   /** Stream (camera) port. Default port + 1; 0 picks a free one. */
   streamPort?: number;
-  /** Directory of the SQLite store. Default ./data. */
+  /** Directory of the server's files (and of the SQLite store when `db` is not given). Default ./data. */
   dataDir?: string;
-  /** A ready store (tests); overrides dataDir. */
+  /** Store URL (server/store/index.ts). Default `sqlite:` + dataDir. */
+  db?: string;
+  /** A ready store (tests); overrides db. */
   store?: Store;
   bus?: Bus;
   /** Personal access token of the first user on an empty database (known value for scripts). */
@@ -86,13 +88,12 @@ export class BlockkitServer {
     const clock = o.clock ?? Date.now;
     const store =
       o.store ??
-      openSqliteStore({
-        dataDir: o.dataDir ?? "./data",
+      (await openStore(o.db ?? `sqlite:${o.dataDir ?? "./data"}`, {
         onError: (err) => log.error({ err, module: "srv:store" }, "the ingest thread failed: block events are refused until restart"),
-      });
+      }));
     const bus = o.bus ?? new LocalBus();
     const holdMs = (o.pollHoldSeconds ?? 30) * 1000;
-    const auth = new AuthService(store, clock);
+    const auth = new AuthService(store, clock, bus);
     const rateLimiter = new RateLimiter(
       { perSecond: o.rateLimitPerSecond ?? 1000, burst: 2 * (o.rateLimitPerSecond ?? 1000) },
       clock,
@@ -132,6 +133,7 @@ export class BlockkitServer {
     this.stream = buildStreamApp(this.services);
     await Promise.all([this.api.ready(), this.stream.ready()]);
     rateLimiter.start();
+    auth.start();
     // Loads the session key: before any request can arrive (nothing listens yet).
     await this.services.accounts.start();
     this.services.ingest.start();
@@ -173,6 +175,7 @@ export class BlockkitServer {
     await s.ingest.stop();
     s.rateLimiter.stop();
     s.accounts.stop();
+    s.auth.stop();
     await s.bus.close();
     await s.store.close();
   }

@@ -39,7 +39,8 @@ export function blockRoutes(app: FastifyInstance, s: Services): void {
     const { nodeId } = request.params as { nodeId: string };
     const b = await s.store.blocks.get(nodeId);
     if (!b || b.user_id !== userOf(request).userId) throw notFound(`unknown block ${nodeId}`);
-    await s.store.blocks.remove(nodeId);
+    s.auth.forget(await s.store.blocks.remove(nodeId));
+    s.ingest.forgetBlock(nodeId);
     return ok();
   });
 

@@ -30,9 +30,7 @@ export function fileHostRoutes(app: FastifyInstance, s: Services): void {
     const row = await s.devices.owned(userOf(request).userId, guid);
     if (row.v !== 0 || row.d !== D.filehost) throw badRequest(`device ${guid} is not a File Host device (D ${D.filehost})`);
     const target = checkTarget((request.body as { target: string }).target);
-    const fresh = await s.store.devices.byGuid(guid);
-    const meta = JSON.parse(fresh?.meta ?? "{}") as Record<string, unknown>;
-    await s.store.devices.setMeta(row.id, JSON.stringify({ ...meta, target }));
+    await s.store.devices.patchMeta(row.id, { path: ["target"], value: target });
     return ok();
   });
 }

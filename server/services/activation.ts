@@ -93,7 +93,7 @@ export class Activation {
     const block = await this.store.blocks.get(nodeId);
     if (block && block.user_id !== userId) throw conflict(`block ${nodeId} is claimed by another account`);
     const { token, row } = this.auth.mint(userId, "block", { nodeId });
-    await this.store.blocks.claimWithToken(nodeId, userId, this.clock(), row);
+    this.auth.forget((await this.store.blocks.claimWithToken(nodeId, userId, this.clock(), row)).revoked);
     return token;
   }
 

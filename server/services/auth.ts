@@ -1,10 +1,22 @@
 /**
  * Credentials: user access tokens (query `user_access_token`), OAuth access tokens (query
  * `access_token`), block tokens and the virtual block token (header `X-Service-Token`).
+ *
+ * The read cache of tokens (hash -> row) lives here, not in the store: the fast ingest lane answers
+ * from it synchronously (cachedBlock). Every revocation goes through revoke()/forget(), which drop
+ * the hashes here and announce them on the Bus (TOKENS_CHANNEL), so that every instance drops them
+ * at once; a Bus that lost its connection asks for a full clear (Bus.onResync).
  */
+import type { Bus } from "../bus/types.js";
 import { badRequest, forbidden, unauthorized } from "../errors.js";
-import type { Store, TokenKind, TokenRow, UserRow } from "../store/types.js";
+import type { Store, TokenKind, TokenMatch, TokenRow, UserRow } from "../store/types.js";
 import { hashPassword, hashToken, newToken } from "./secrets.js";
+
+/** Bus channel of revoked token hashes (space-separated; "*" clears every cache). */
+export const TOKENS_CHANNEL = "auth:revoked";
+/** Hashes per Bus message: 64 hex characters each, well under a PostgreSQL NOTIFY payload. */
+const HASHES_PER_MESSAGE = 100;
+const MAX_CACHED = 200_000;
 
 /** A token given instead of a random one, and what a block or OAuth token belongs to. */
 export interface IssueOptions {
@@ -28,10 +40,70 @@ export interface BlockPrincipal {
 }
 
 export class AuthService {
+  private readonly cache = new Map<string, TokenRow>();
+  /** Bumped by every revocation: a read that began before one does not enter the cache. */
+  private generation = 0;
+  private unsubscribe: (() => void)[] = [];
+
   constructor(
     private readonly store: Store,
     private readonly clock: () => number = Date.now,
+    private readonly bus: Bus | null = null,
   ) {}
+
+  /** Listens for revocations made by other instances (and this one, harmlessly). */
+  start(): void {
+    if (!this.bus) return;
+    this.unsubscribe.push(
+      this.bus.subscribe(TOKENS_CHANNEL, (message) => {
+        this.generation++;
+        if (message === "*") this.cache.clear();
+        else for (const hash of message.split(" ")) this.cache.delete(hash);
+      }),
+    );
+    if (this.bus.onResync) {
+      this.unsubscribe.push(
+        this.bus.onResync(() => {
+          this.generation++;
+          this.cache.clear();
+        }),
+      );
+    }
+  }
+
+  stop(): void {
+    for (const u of this.unsubscribe.splice(0)) u();
+  }
+
+  /** The token's row, from the cache or the store. */
+  async find(hash: string): Promise<TokenRow | null> {
+    const cached = this.cache.get(hash);
+    if (cached) return cached;
+    const generation = this.generation;
+    const row = await this.store.tokens.find(hash);
+    if (row && generation === this.generation) {
+      if (this.cache.size >= MAX_CACHED) this.cache.clear();
+      this.cache.set(hash, row);
+    }
+    return row;
+  }
+
+  /** Drops revoked hashes from every instance's cache. Call after the store deleted them. */
+  forget(hashes: string[]): void {
+    if (hashes.length === 0) return;
+    this.generation++;
+    for (const h of hashes) this.cache.delete(h);
+    for (let i = 0; i < hashes.length; i += HASHES_PER_MESSAGE) {
+      this.bus?.publish(TOKENS_CHANNEL, hashes.slice(i, i + HASHES_PER_MESSAGE).join(" "));
+    }
+  }
+
+  /** Deletes the tokens matching `match` and drops them from every cache; returns how many. */
+  async revoke(match: TokenMatch): Promise<number> {
+    const gone = await this.store.tokens.revoke(match);
+    this.forget(gone);
+    return gone.length;
+  }
 
   /** Resolves a user credential from the query; throws 401 when missing or unknown. */
   async user(query: { user_access_token?: unknown; access_token?: unknown }): Promise<UserPrincipal> {
@@ -43,7 +115,7 @@ export class AuthService {
     const token = personal ?? oauth;
     if (!token) throw unauthorized("missing credential: give user_access_token or access_token in the query");
     const hash = hashToken(token);
-    const row = await this.store.tokens.find(hash);
+    const row = await this.find(hash);
     const wanted: TokenKind = personal !== undefined ? "user" : "oauth";
     if (!row || row.kind !== wanted) {
       throw unauthorized(personal !== undefined ? "unknown or revoked user_access_token" : "unknown or revoked access_token");
@@ -55,7 +127,7 @@ export class AuthService {
   async block(token: string | undefined, pathNodeId: string): Promise<BlockPrincipal> {
     if (!token) throw unauthorized("missing block token: send it in the X-Service-Token header (or X-Ninja-Token)");
     const hash = hashToken(token);
-    const row = await this.store.tokens.find(hash);
+    const row = await this.find(hash);
     if (!row || (row.kind !== "block" && row.kind !== "vblock")) throw unauthorized("unknown or revoked block token");
     if (row.kind === "block") {
       if (row.node_id !== pathNodeId) throw forbidden(`this block token belongs to another node than ${pathNodeId}`);
@@ -76,7 +148,7 @@ export class AuthService {
    */
   cachedBlock(token: string, pathNodeId: string): BlockPrincipal | undefined {
     const hash = hashToken(token);
-    const row = this.store.tokens.peek(hash);
+    const row = this.cache.get(hash);
     if (!row || row.kind !== "block" || row.node_id !== pathNodeId) return undefined;
     return { userId: row.user_id, nodeId: pathNodeId, virtual: false, tokenHash: hash };
   }
@@ -106,8 +178,8 @@ export class AuthService {
   ): Promise<string> {
     const { token, row } = this.mint(userId, kind, opts);
     // A new user, virtual-block or block token replaces the old one in the same transaction.
-    if (kind === "user" || kind === "vblock") await this.store.tokens.replace({ user_id: userId, kind }, row);
-    else if (kind === "block" && opts.nodeId) await this.store.tokens.replace({ node_id: opts.nodeId, kind }, row);
+    if (kind === "user" || kind === "vblock") this.forget(await this.store.tokens.replace({ user_id: userId, kind }, row));
+    else if (kind === "block" && opts.nodeId) this.forget(await this.store.tokens.replace({ node_id: opts.nodeId, kind }, row));
     else await this.store.tokens.put(row);
     return token;
   }

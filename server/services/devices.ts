@@ -16,15 +16,6 @@ export function shownDA(row: Pick<DeviceRow, "v" | "d" | "last_da">): number | s
   return numericValue(row.last_da) ?? row.last_da;
 }
 
-function parseMeta(text: string): Record<string, unknown> {
-  try {
-    const v = JSON.parse(text) as unknown;
-    return typeof v === "object" && v !== null ? (v as Record<string, unknown>) : {};
-  } catch {
-    return {};
-  }
-}
-
 export class DeviceService {
   private subDeviceView: SubDeviceView | null = null;
 
@@ -60,7 +51,7 @@ export class DeviceService {
       is_silent: row.is_silent ? 1 : 0,
       has_time_series: t.has_time_series,
       has_subdevice_count: Object.keys(subDevices).length > 0 ? 1 : 0,
-      meta: parseMeta(row.meta),
+      meta: row.meta,
       subDevices,
       last_data: { DA: shownDA(row), timestamp: row.last_ts },
     };

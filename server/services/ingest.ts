@@ -9,7 +9,18 @@
  */
 import type { Logger } from "pino";
 import { unavailable } from "../errors.js";
-import type { IngestEvent, IngestResult, Store } from "../store/types.js";
+import type { IngestEvent, IngestResult, MetaPatch, Store } from "../store/types.js";
+
+/** What a config event does to its device's meta (DESIGN.md "Config events"). */
+export function configPatch(e: IngestEvent): MetaPatch {
+  if (e.DA === "UNPLUG") return { path: ["plugged"], value: false };
+  if (e.DA === "PLUGIN") return { path: ["plugged"], value: true };
+  return { path: ["config", e.DA], value: { payload: e.payload ?? {}, timestamp: e.ts } };
+}
+
+/** Blocks' activity is kept to the second: a block posting many events a second is touched once. */
+const TOUCH_EVERY_MS = 1000;
+const MAX_TOUCHED = 200_000;
 
 export interface CommittedEvent extends IngestEvent {
   deviceId: number;
@@ -42,6 +53,8 @@ export class Ingest {
   private pruneTimer: NodeJS.Timeout | undefined;
   private readonly maxBatch: number;
   private readonly keyRetentionMs: number;
+  /** node id -> the last_active last written for it. */
+  private readonly touched = new Map<string, number>();
   /** Counters for /metrics and tests. */
   readonly stats = { batches: 0, events: 0, duplicates: 0 };
 
@@ -69,6 +82,11 @@ export class Ingest {
     if (this.pruneTimer) clearInterval(this.pruneTimer);
     this.drain();
     await Promise.all(this.inFlight);
+  }
+
+  /** Forgets a removed block's activity, so that its next event records it again at once. */
+  forgetBlock(nodeId: string): void {
+    this.touched.delete(nodeId);
   }
 
   onCommitted(listener: CommitListener): void {
@@ -112,10 +130,12 @@ export class Ingest {
   private async commit(taken: Pending[], count: number): Promise<void> {
     const batch: IngestEvent[] = [];
     for (const p of taken) for (const e of p.events) batch.push(e);
+    const touched = this.decide(batch, Date.now());
     let results: IngestResult[];
     try {
       results = await this.store.events.commit(batch);
     } catch (err) {
+      for (const node of touched) this.touched.delete(node); // the touches of a rolled-back batch did not happen
       this.log.error({ err, events: count }, "committing block events failed");
       const e = unavailable("the store could not commit the events; retry", err);
       for (const p of taken) p.reject(e);
@@ -150,6 +170,33 @@ export class Ingest {
         this.log.error({ err }, "a commit listener failed");
       }
     }
+  }
+
+  /**
+   * The domain decisions the store applies: each config event's meta patch, and the block activity
+   * to record (on the first event of each node not touched within the last second). Returns the
+   * nodes touched.
+   */
+  private decide(batch: IngestEvent[], now: number): string[] {
+    const touched: string[] = [];
+    const seen = new Set<string>();
+    for (const e of batch) {
+      if (e.kind === "config") {
+        e.meta = configPatch(e);
+        // An UNPLUG for a device never seen creates nothing (V12_1.00 firmware sends one for each
+        // empty port at boot).
+        if (e.DA === "UNPLUG") e.existingOnly = true;
+      }
+      if (seen.has(e.node)) continue;
+      seen.add(e.node);
+      const last = this.touched.get(e.node);
+      if (last !== undefined && now - last < TOUCH_EVERY_MS) continue;
+      if (this.touched.size >= MAX_TOUCHED) this.touched.clear();
+      this.touched.set(e.node, now);
+      e.touch = now;
+      touched.push(e.node);
+    }
+    return touched;
   }
 
   get depth(): number {

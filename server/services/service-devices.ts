@@ -5,7 +5,8 @@
  */
 import { D } from "../../protocol/device-types.js";
 import { makeGuid } from "../../protocol/guid.js";
-import type { DeviceRow, Store } from "../store/types.js";
+import type { DeviceRow, IngestEvent, Store } from "../store/types.js";
+import { configPatch } from "./ingest.js";
 
 export const SERVICE_DEVICE_IDS = [D.sms, D.filehost, D.email, D.webhook] as const;
 export type ServiceDeviceId = (typeof SERVICE_DEVICE_IDS)[number];
@@ -31,9 +32,8 @@ export async function ensureServiceDevice(store: Store, userId: number, d: Servi
   if (existing) return existing;
   const node = serviceNodeId(userId);
   if (!(await store.blocks.get(node))) await store.blocks.claim(node, userId, now, null);
-  await store.events.commit([
-    { kind: "config", userId, node, guid, G: "0", V: 0, D: d, DA: "PLUGIN", num: null, ts: now, payload: { type: "PLUGIN" } },
-  ]);
+  const plugin: IngestEvent = { kind: "config", userId, node, guid, G: "0", V: 0, D: d, DA: "PLUGIN", num: null, ts: now, payload: { type: "PLUGIN" } };
+  await store.events.commit([{ ...plugin, meta: configPatch(plugin) }]);
   const row = await store.devices.byGuid(guid);
   if (!row) throw new Error(`service device ${guid} was not created`);
   return row;

@@ -1,7 +1,12 @@
 /**
- * The one Store interface. Implementations: `sqlite/` (embedded default). Every method is async so
- * that a networked implementation (PostgreSQL) fits the same shape.
+ * The one Store interface. Implementations: `sqlite/` (embedded default) and `postgres/` (several
+ * instances on one database); `openStore(url)` (index.ts) picks one. Every method is async so that
+ * a networked implementation fits the same shape. The types are plain domain values (booleans,
+ * parsed JSON objects); each implementation converts to and from its own column types. Domain
+ * rules (what a config event does, which block activity is recorded, who may hold a token) live in
+ * the services: the store applies what they decided, in one transaction.
  */
+import type { RuleHandler, RuleRunJson } from "../../protocol/automation.js";
 import type { FoldFn, Interval } from "../../protocol/history.js";
 
 export type TokenKind = "user" | "oauth" | "block" | "vblock";
@@ -42,15 +47,25 @@ export interface DeviceRow {
   v: number;
   d: number;
   short_name: string | null;
-  is_silent: number;
-  /** JSON text of the meta object. */
-  meta: string;
+  is_silent: boolean;
+  meta: Record<string, unknown>;
   last_da: string | null;
   last_ts: number | null;
   created: number;
 }
 
-/** One block event to commit. */
+/** Sets `value` at `path` in a device's meta, creating the objects on the way (one atomic update). */
+export interface MetaPatch {
+  path: string[];
+  value: unknown;
+}
+
+/**
+ * One block event to commit. The store finds the device by GUID, or creates it for `userId` and
+ * `node` from G, V and D; then, with `meta`, applies that patch (a config event; no reading), else
+ * records the reading (the device's last value and a history row) unless the event is a config
+ * event. `meta` and `touch` are the Ingest service's decisions (services/ingest.ts).
+ */
 export interface IngestEvent {
   kind: "data" | "heartbeat" | "config";
   userId: number;
@@ -65,8 +80,14 @@ export interface IngestEvent {
   num: number | null;
   ts: number;
   key?: string | undefined;
-  /** Config events: the whole payload, kept in meta. */
-  payload?: Record<string, unknown>;
+  /** Config events: the whole payload (the Ingest service turns it into `meta`). */
+  payload?: Record<string, unknown> | undefined;
+  /** The change of the device's meta this event makes. */
+  meta?: MetaPatch | undefined;
+  /** Record the block's activity at this time (ms), creating the block row when missing. */
+  touch?: number | undefined;
+  /** Apply only to a device that exists: an unknown GUID creates nothing and is answered as a duplicate. */
+  existingOnly?: boolean | undefined;
 }
 
 export interface IngestResult {
@@ -128,22 +149,20 @@ export interface RuleRow {
   id: number;
   user_id: number;
   short_name: string;
-  /** JSON text of the preconditions array. */
-  preconditions: string;
-  /** JSON text of the actions array. */
-  actions: string;
+  preconditions: RuleHandler[];
+  actions: RuleHandler[];
   /** Seconds. */
   timeout: number;
-  suspended: number;
+  suspended: boolean;
   created: number;
 }
 
 export interface RuleRunRow {
   rule_id: number;
   ts: number;
-  ok: number;
-  /** JSON text of the steps (what each action did). */
-  steps: string;
+  ok: boolean;
+  /** What each action did. */
+  steps: RuleRunJson["steps"];
   error: string | null;
 }
 
@@ -168,13 +187,12 @@ export type TokenMatch = Partial<Pick<TokenRow, "user_id" | "kind" | "node_id" |
 
 export interface TokensRepo {
   put(row: TokenRow): Promise<void>;
+  /** Always reads the store: the read cache is the auth service's (services/auth.ts). */
   find(hash: string): Promise<TokenRow | null>;
-  /** The row when it is in the store's read cache, without I/O; undefined when not cached. */
-  peek(hash: string): TokenRow | undefined;
-  /** Deletes the tokens matching all fields of `match` and stores `row`, in one transaction. */
-  replace(match: TokenMatch, row: TokenRow): Promise<void>;
-  /** Deletes every token matching all given fields; returns how many. */
-  revoke(match: TokenMatch): Promise<number>;
+  /** Deletes the tokens matching all fields of `match` and stores `row`, in one transaction; returns the hashes deleted. */
+  replace(match: TokenMatch, row: TokenRow): Promise<string[]>;
+  /** Deletes every token matching all given fields; returns the hashes deleted. */
+  revoke(match: TokenMatch): Promise<string[]>;
   list(match: Partial<Pick<TokenRow, "user_id" | "kind" | "node_id" | "client_id">>): Promise<TokenRow[]>;
 }
 
@@ -204,7 +222,7 @@ export interface OAuthCodeRow {
   user_id: number;
   redirect_uri: string;
   expires: number;
-  used: number;
+  used: boolean;
   /** Hash of the access token the code was exchanged for (revoked when the code is replayed). */
   token_hash: string | null;
 }
@@ -246,18 +264,22 @@ export interface BlocksRepo {
   list(userId: number): Promise<BlockRow[]>;
   /** Creates or re-claims the block for the user. */
   claim(nodeId: string, userId: number, now: number, pendingUntil: number | null): Promise<BlockRow>;
-  /** Claims the block for the user with no token pending, replacing its block token with `token`, in one transaction. */
-  claimWithToken(nodeId: string, userId: number, now: number, token: TokenRow): Promise<BlockRow>;
+  /**
+   * Claims the block for the user with no token pending, replacing its block token with `token`, in
+   * one transaction; returns the block and the hashes of the tokens replaced.
+   */
+  claimWithToken(nodeId: string, userId: number, now: number, token: TokenRow): Promise<{ block: BlockRow; revoked: string[] }>;
   setPending(nodeId: string, pendingUntil: number | null): Promise<void>;
-  /** Removes the block with its devices, their history, queued commands and its tokens. */
-  remove(nodeId: string): Promise<void>;
+  /** Removes the block with its devices, their history, queued commands and its tokens; returns the token hashes deleted. */
+  remove(nodeId: string): Promise<string[]>;
 }
 
 export interface DevicesRepo {
   list(userId: number): Promise<DeviceRow[]>;
   byGuid(guid: string): Promise<DeviceRow | null>;
   setShortName(id: number, name: string): Promise<void>;
-  setMeta(id: number, meta: string): Promise<void>;
+  /** Applies one change to the device's meta atomically (no lost update between two writers). */
+  patchMeta(id: number, patch: MetaPatch): Promise<void>;
   /** Removes the device and everything stored about it. */
   remove(id: number): Promise<void>;
 }

@@ -34,7 +34,7 @@ describe("settings and OAuth pages in Chromium", () => {
     authUrl = (await server.start()).authUrl;
     const { user } = await server.services.auth.createUser("alice", { password: PASSWORD });
     // Start without a personal token: the user enables one on the page.
-    await server.services.store.tokens.revoke({ user_id: user.id, kind: "user" });
+    await server.services.auth.revoke({ user_id: user.id, kind: "user" });
     clientApp = await startClientApp(authUrl);
     // A fresh profile in the test's folder.
     browser = await chromium.launchPersistentContext(join(dir, "profile"), {

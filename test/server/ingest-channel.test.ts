@@ -31,10 +31,8 @@ async function setup(ringBytes: number, slots: number): Promise<{ file: string; 
   const store = openSqliteStore({ dataDir: dir, ingestThread: false });
   const user = await store.users.create("u", null, Date.now());
   await store.close();
-  const module = workerModule();
-  if (!module) throw new Error("build first: the worker runs from dist/");
   const file = join(dir, "blockkit.db");
-  return { file, userId: user.id, thread: new IngestThread(module, file, () => undefined, ringBytes, slots) };
+  return { file, userId: user.id, thread: new IngestThread(workerModule(), file, () => undefined, ringBytes, slots) };
 }
 
 const readings = (file: string): number => {
@@ -45,13 +43,13 @@ const readings = (file: string): number => {
 };
 
 describe("the channel's encoding", () => {
-  it("round-trips every field, unicode text, keys, config payloads and null numbers", () => {
+  it("round-trips every field, unicode text, keys, meta patches, touches and null numbers", () => {
     const channel = Channel.create(1 << 16, 64);
     const events: IngestEvent[] = [
       event(7, "0", "21.5"),
       event(2 ** 40, "rf 1", "温度 ☃ 🌡️ \u0000 \ud83d", { key: "ключ-🔑", num: null, V: 1234, D: 1_000_000, ts: 1 }),
-      event(3, "0", "PLUGIN", { kind: "config", num: null, payload: { type: "PLUGIN", nested: { ü: [1, "x"] } } }),
-      event(3, "h", "-0.000001", { kind: "heartbeat", num: -1e-6 }),
+      event(3, "0", "PLUGIN", { kind: "config", num: null, meta: { path: ["config", "ü"], value: { payload: { nested: [1, "x"] }, timestamp: 5 } } }),
+      event(3, "h", "-0.000001", { kind: "heartbeat", num: -1e-6, touch: 1_700_000_000_999 }),
     ];
     const written = channel.write(5, 8, 1 << 16, events, 0, 64, 42);
     expect(written.count).toBe(events.length);
@@ -60,7 +58,8 @@ describe("the channel's encoding", () => {
     const now = channel.read(5, back);
     expect(now).toBe(42);
     // A lone surrogate is not UTF-8: it comes back as U+FFFD, as JSON.parse of the body would keep it.
-    const expected = events.map((e) => ({ ...e, DA: e.DA.replace("\ud83d", "\ufffd") }));
+    // The config payload does not cross (the meta patch carries what the store applies).
+    const expected = events.map((e) => ({ ...e, DA: e.DA.replace("\ud83d", "\ufffd"), payload: undefined }));
     expect(back).toEqual(expected);
   });
 
@@ -164,5 +163,19 @@ describe("the ingest thread over shared memory", () => {
     await closed;
     expect((await Promise.all(acks)).flat()).toHaveLength(100);
     expect(readings(file)).toBe(100);
+  });
+});
+
+describe("starting the ingest thread", () => {
+  it("runs the worker from the TypeScript source under test, not from a build", () => {
+    const url = workerModule();
+    expect(decodeURIComponent(url.href)).toContain("server/store/sqlite/ingest-worker.ts");
+  });
+
+  it("a worker that cannot open the database rejects `started` (openStore awaits it and fails), and commits fail with 503", async () => {
+    const thread = new IngestThread(workerModule(), join(tmpdir(), "blockkit-no-such-dir", "x", "blockkit.db"), () => undefined);
+    await expect(thread.started).rejects.toThrow(/directory does not exist|unable to open|SQLITE_CANTOPEN/i);
+    await expect(thread.commit([event(1, "0", "1")], Date.now())).rejects.toMatchObject({ statusCode: 503 });
+    await thread.close();
   });
 });

@@ -33,7 +33,7 @@ export function settingsActionRoutes(app: FastifyInstance, s: Services): void {
 
   post("/settings/token", async (sess, body, request, reply) => {
     if (enableOrRevoke(body) === "revoke") {
-      await s.store.tokens.revoke({ user_id: sess.userId, kind: "user" });
+      await s.auth.revoke({ user_id: sess.userId, kind: "user" });
       return back(reply);
     }
     const token = await s.auth.issue(sess.userId, "user");
@@ -46,7 +46,7 @@ export function settingsActionRoutes(app: FastifyInstance, s: Services): void {
 
   post("/settings/virtual-block-token", async (sess, body, request, reply) => {
     if (enableOrRevoke(body) === "revoke") {
-      await s.store.tokens.revoke({ user_id: sess.userId, kind: "vblock" });
+      await s.auth.revoke({ user_id: sess.userId, kind: "vblock" });
       return back(reply);
     }
     const token = await s.auth.issue(sess.userId, "vblock");

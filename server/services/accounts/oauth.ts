@@ -113,14 +113,14 @@ export class OAuthService {
   /** Deletes the user's application and revokes every token issued to it. */
   async deleteApp(userId: number, clientId: unknown): Promise<void> {
     const app = await this.ownApp(userId, clientId);
-    await this.store.tokens.revoke({ client_id: app.client_id, kind: "oauth" });
+    await this.auth.revoke({ client_id: app.client_id, kind: "oauth" });
     await this.store.oauthApps.remove(app.client_id);
   }
 
   /** Revokes every token issued to the user's application (all users' grants); returns how many. */
   async revokeAppTokens(userId: number, clientId: unknown): Promise<number> {
     const app = await this.ownApp(userId, clientId);
-    return this.store.tokens.revoke({ client_id: app.client_id, kind: "oauth" });
+    return this.auth.revoke({ client_id: app.client_id, kind: "oauth" });
   }
 
   /** Applications that hold tokens to the user's account. */
@@ -139,7 +139,7 @@ export class OAuthService {
   /** Withdraws the user's grant to an application: revokes the tokens it holds to this account. */
   revokeGrant(userId: number, clientId: unknown): Promise<number> {
     if (typeof clientId !== "string" || clientId === "") throw badRequest("client_id: which application?");
-    return this.store.tokens.revoke({ user_id: userId, client_id: clientId, kind: "oauth" });
+    return this.auth.revoke({ user_id: userId, client_id: clientId, kind: "oauth" });
   }
 
   /**
@@ -202,7 +202,7 @@ export class OAuthService {
     if (!found || found.row.client_id !== app.client_id) throw badRequest("invalid_grant: unknown code");
     if (found.replayed) {
       // A replayed code may have been stolen: withdraw what it bought (RFC 6749 4.1.2).
-      if (found.row.token_hash) await this.store.tokens.revoke({ hash: found.row.token_hash });
+      if (found.row.token_hash) await this.auth.revoke({ hash: found.row.token_hash });
       throw badRequest("invalid_grant: this code was already used");
     }
     if (found.row.expires <= this.clock()) throw badRequest("invalid_grant: this code has expired (codes live 10 minutes)");

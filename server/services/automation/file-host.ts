@@ -32,12 +32,7 @@ export function checkTarget(target: string): string {
 }
 
 export function targetOf(device: DeviceRow): string | null {
-  try {
-    const meta = JSON.parse(device.meta) as { target?: unknown };
-    return typeof meta.target === "string" ? meta.target : null;
-  } catch {
-    return null;
-  }
+  return typeof device.meta.target === "string" ? device.meta.target : null;
 }
 
 export class FileHost {

@@ -46,6 +46,9 @@ export function oauthAppsRepo(db: Database): OAuthAppsRepo {
   };
 }
 
+type CodeRecord = Omit<OAuthCodeRow, "used"> & { used: number };
+const toCode = (r: CodeRecord | undefined): OAuthCodeRow | undefined => (r ? { ...r, used: r.used !== 0 } : undefined);
+
 export function oauthCodesRepo(db: Database): OAuthCodesRepo {
   const insert = db.prepare(
     "INSERT INTO oauth_codes (hash, client_id, user_id, redirect_uri, expires) VALUES (@hash, @client_id, @user_id, @redirect_uri, @expires)",
@@ -56,9 +59,9 @@ export function oauthCodesRepo(db: Database): OAuthCodesRepo {
   const prune = db.prepare("DELETE FROM oauth_codes WHERE expires <= ?");
   // One statement decides: two concurrent exchanges of one code cannot both see it unused.
   const consume = db.transaction((hash: string): { row: OAuthCodeRow; replayed: boolean } | null => {
-    const fresh = markUsed.get(hash) as OAuthCodeRow | undefined;
+    const fresh = toCode(markUsed.get(hash) as CodeRecord | undefined);
     if (fresh) return { row: fresh, replayed: false };
-    const old = find.get(hash) as OAuthCodeRow | undefined;
+    const old = toCode(find.get(hash) as CodeRecord | undefined);
     return old ? { row: old, replayed: true } : null;
   });
   return {

@@ -3,6 +3,7 @@ import type { Database, Statement } from "better-sqlite3";
 import type { BlockRow, BlocksRepo, TokenMatch, TokenRow, TokensRepo, UserRow, UsersRepo } from "../types.js";
 import type { StoreCache } from "./cache.js";
 
+
 export function usersRepo(db: Database): UsersRepo {
   const insert = db.prepare("INSERT INTO users (name, password_hash, created) VALUES (?, ?, ?) RETURNING *");
   const byName = db.prepare("SELECT * FROM users WHERE name = ?");
@@ -45,49 +46,41 @@ function where(match: Partial<Record<(typeof TOKEN_FIELDS)[number], unknown>>): 
 export type TokenWrites = ReturnType<typeof tokenWrites>;
 
 /** Token writes, synchronous, shared by the tokens and blocks repos for their transactions. */
-export function tokenWrites(db: Database, cache: StoreCache) {
+export function tokenWrites(db: Database) {
   const insert = db.prepare(
     "INSERT INTO tokens (hash, kind, user_id, node_id, client_id, created) VALUES (@hash, @kind, @user_id, @node_id, @client_id, @created)",
   );
-  // One statement per shape of match; each returns the hashes it deleted, and only those leave the
-  // read cache (clearing it all on every activation sent a whole fleet's ingest to the slow path).
+  // One statement per shape of match; each returns the hashes it deleted, for the auth service to
+  // drop from its read cache (clearing it all on every activation sent a fleet to the slow path).
   const revokes = new Map<string, Statement>();
-  const revoke = (match: TokenMatch): number => {
+  const revoke = (match: TokenMatch): string[] => {
     const w = where(match);
     let stmt = revokes.get(w.sql);
     if (!stmt) {
       stmt = db.prepare(`DELETE FROM tokens WHERE ${w.sql} RETURNING hash`).pluck();
       revokes.set(w.sql, stmt);
     }
-    const gone = stmt.all(...w.args) as string[];
-    for (const hash of gone) cache.tokens.delete(hash);
-    return gone.length;
+    return stmt.all(...w.args) as string[];
   };
   return { insert: (row: TokenRow) => insert.run(row), revoke };
 }
 
-export function tokensRepo(db: Database, cache: StoreCache, writes: TokenWrites): TokensRepo {
+export function tokensRepo(db: Database, writes: TokenWrites): TokensRepo {
   const find = db.prepare("SELECT * FROM tokens WHERE hash = ?");
-  const replace = db.transaction((match: TokenMatch, row: TokenRow) => {
-    writes.revoke(match);
+  const replace = db.transaction((match: TokenMatch, row: TokenRow): string[] => {
+    const gone = writes.revoke(match);
     writes.insert(row);
+    return gone;
   });
   return {
     async put(row) {
       writes.insert(row);
     },
     async replace(match, row) {
-      replace(match, row);
-    },
-    peek(hash) {
-      return cache.tokens.get(hash);
+      return replace(match, row);
     },
     async find(hash) {
-      const cached = cache.tokens.get(hash);
-      if (cached) return cached;
-      const row = find.get(hash) as TokenRow | undefined;
-      if (row) cache.rememberToken(row);
-      return row ?? null;
+      return (find.get(hash) as TokenRow | undefined) ?? null;
     },
     async revoke(match) {
       return writes.revoke(match);
@@ -109,11 +102,11 @@ export function blocksRepo(db: Database, cache: StoreCache, tokens: TokenWrites)
     RETURNING *`);
   const setPending = db.prepare("UPDATE blocks SET token_pending_until = ? WHERE node_id = ?");
   // The direct flow's claim and its new token: one transaction, so one flush per activation.
-  const claimWithToken = db.transaction((nodeId: string, userId: number, now: number, row: TokenRow): BlockRow => {
+  const claimWithToken = db.transaction((nodeId: string, userId: number, now: number, row: TokenRow) => {
     const block = claim.get({ node: nodeId, user: userId, now, pending: null }) as BlockRow;
-    tokens.revoke({ node_id: nodeId, kind: "block" });
+    const revoked = tokens.revoke({ node_id: nodeId, kind: "block" });
     tokens.insert(row);
-    return block;
+    return { block, revoked };
   });
   const removeAll = db.transaction((nodeId: string) => {
     const ids = db.prepare("SELECT id FROM devices WHERE node_id = ?").pluck().all(nodeId) as number[];
@@ -126,8 +119,9 @@ export function blocksRepo(db: Database, cache: StoreCache, tokens: TokenWrites)
     db.prepare("DELETE FROM devices WHERE node_id = ?").run(nodeId);
     db.prepare("DELETE FROM commands WHERE node_id = ?").run(nodeId);
     db.prepare("DELETE FROM event_keys WHERE node_id = ?").run(nodeId);
-    db.prepare("DELETE FROM tokens WHERE node_id = ? AND kind = 'block'").run(nodeId);
+    const revoked = tokens.revoke({ node_id: nodeId, kind: "block" });
     db.prepare("DELETE FROM blocks WHERE node_id = ?").run(nodeId);
+    return revoked;
   });
   return {
     async get(nodeId) {
@@ -146,9 +140,9 @@ export function blocksRepo(db: Database, cache: StoreCache, tokens: TokenWrites)
       setPending.run(pendingUntil, nodeId);
     },
     async remove(nodeId) {
-      removeAll.immediate(nodeId);
-      cache.forgetTokens();
+      const revoked = removeAll.immediate(nodeId);
       cache.forgetDevices();
+      return revoked;
     },
   };
 }

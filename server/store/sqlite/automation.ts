@@ -102,6 +102,24 @@ export function subDevicesRepo(db: Database): SubDevicesRepo {
   };
 }
 
+/** Rules and runs as SQLite keeps them: JSON text and integer flags. */
+type RuleRecord = Omit<RuleRow, "preconditions" | "actions" | "suspended"> & { preconditions: string; actions: string; suspended: number };
+type RunRecord = Omit<RuleRunRow, "ok" | "steps"> & { ok: number; steps: string };
+
+const toRule = (r: RuleRecord): RuleRow => ({
+  ...r,
+  preconditions: JSON.parse(r.preconditions) as RuleRow["preconditions"],
+  actions: JSON.parse(r.actions) as RuleRow["actions"],
+  suspended: r.suspended !== 0,
+});
+const fromRule = <T extends Omit<RuleRow, "id"> | RuleRow>(r: T) => ({
+  ...r,
+  preconditions: JSON.stringify(r.preconditions),
+  actions: JSON.stringify(r.actions),
+  suspended: r.suspended ? 1 : 0,
+});
+const toRun = (r: RunRecord): RuleRunRow => ({ ...r, ok: r.ok !== 0, steps: JSON.parse(r.steps) as RuleRunRow["steps"] });
+
 export function rulesRepo(db: Database): RulesRepo {
   const create = db.prepare(
     // Ids are never reused (sequence `rules`, migration 040): a deleted rule's rid must not come
@@ -132,29 +150,31 @@ export function rulesRepo(db: Database): RulesRepo {
     for (const run of runs) {
       // A rule deleted since its run has nothing left to record.
       if (!exists.get(run.rule_id)) continue;
-      insertRun.run(run);
+      insertRun.run({ ...run, ok: run.ok ? 1 : 0, steps: JSON.stringify(run.steps) });
       touched.add(run.rule_id);
     }
     for (const id of touched) prune.run(id, id, keep);
   });
   return {
     async create(row) {
-      return create.get(row) as RuleRow;
+      return toRule(create.get(fromRule(row)) as RuleRecord);
     },
     async get(id) {
-      return (get.get(id) as RuleRow | undefined) ?? null;
+      const r = get.get(id) as RuleRecord | undefined;
+      return r ? toRule(r) : null;
     },
     async list(userId) {
-      return list.all(userId) as RuleRow[];
+      return (list.all(userId) as RuleRecord[]).map(toRule);
     },
     async count(userId) {
       return count.get(userId) as number;
     },
     async all() {
-      return all.all() as RuleRow[];
+      return (all.all() as RuleRecord[]).map(toRule);
     },
     async update(row) {
-      update.run(row);
+      const { id, short_name, preconditions, actions, timeout } = fromRule(row);
+      update.run({ id, short_name, preconditions, actions, timeout });
     },
     async setSuspended(id, suspended) {
       setSuspended.run(suspended ? 1 : 0, id);
@@ -166,7 +186,7 @@ export function rulesRepo(db: Database): RulesRepo {
       if (runs.length > 0) addRuns.immediate(runs, keep);
     },
     async runs(ruleId) {
-      return runs.all(ruleId) as RuleRunRow[];
+      return (runs.all(ruleId) as RunRecord[]).map(toRun);
     },
   };
 }

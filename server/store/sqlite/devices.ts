@@ -10,16 +10,53 @@ import type {
   EventsRepo,
   IngestEvent,
   IngestResult,
+  MetaPatch,
 } from "../types.js";
 import type { StoreCache } from "./cache.js";
 import type { ReadingsStaging } from "./staging.js";
 import type { IngestThread } from "./ingest-thread.js";
 
+/** A devices row as SQLite keeps it: is_silent an integer, meta JSON text. */
+type DeviceRecord = Omit<DeviceRow, "is_silent" | "meta"> & { is_silent: number; meta: string };
+
+function parseObject(text: string): Record<string, unknown> {
+  try {
+    const v = JSON.parse(text) as unknown;
+    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+const toDevice = (r: DeviceRecord): DeviceRow => ({ ...r, is_silent: r.is_silent !== 0, meta: parseObject(r.meta) });
+
+/** Sets `patch.value` at `patch.path` in a meta object (a copy), creating objects on the way. */
+export function applyPatch(meta: Record<string, unknown>, patch: MetaPatch): Record<string, unknown> {
+  const out = { ...meta };
+  let at = out;
+  patch.path.forEach((key, i) => {
+    if (i === patch.path.length - 1) {
+      at[key] = patch.value;
+      return;
+    }
+    const next = at[key];
+    const copy = typeof next === "object" && next !== null && !Array.isArray(next) ? { ...(next as Record<string, unknown>) } : {};
+    at[key] = copy;
+    at = copy;
+  });
+  return out;
+}
+
 export function devicesRepo(db: Database, cache: StoreCache): DevicesRepo {
   const list = db.prepare("SELECT * FROM devices WHERE user_id = ? ORDER BY id");
   const byGuid = db.prepare("SELECT * FROM devices WHERE guid = ?");
   const setShortName = db.prepare("UPDATE devices SET short_name = ? WHERE id = ?");
+  const getMeta = db.prepare("SELECT meta FROM devices WHERE id = ?").pluck();
   const setMeta = db.prepare("UPDATE devices SET meta = ? WHERE id = ?");
+  const patchMeta = db.transaction((id: number, patch: MetaPatch) => {
+    const text = getMeta.get(id) as string | undefined;
+    if (text !== undefined) setMeta.run(JSON.stringify(applyPatch(parseObject(text), patch)), id);
+  });
   const remove = db.transaction((id: number) => {
     const guid = db.prepare("SELECT guid FROM devices WHERE id = ?").pluck().get(id) as string | undefined;
     db.prepare("DELETE FROM readings WHERE device_id = ?").run(id);
@@ -30,16 +67,17 @@ export function devicesRepo(db: Database, cache: StoreCache): DevicesRepo {
   });
   return {
     async list(userId) {
-      return list.all(userId) as DeviceRow[];
+      return (list.all(userId) as DeviceRecord[]).map(toDevice);
     },
     async byGuid(guid) {
-      return (byGuid.get(guid) as DeviceRow | undefined) ?? null;
+      const r = byGuid.get(guid) as DeviceRecord | undefined;
+      return r ? toDevice(r) : null;
     },
     async setShortName(id, name) {
       setShortName.run(name, id);
     },
-    async setMeta(id, meta) {
-      setMeta.run(meta, id);
+    async patchMeta(id, patch) {
+      patchMeta.immediate(id, patch);
     },
     async remove(id) {
       remove.immediate(id);
@@ -48,35 +86,16 @@ export function devicesRepo(db: Database, cache: StoreCache): DevicesRepo {
   };
 }
 
-/** Applies a config event to a device's meta (DESIGN.md "Config events"). */
-export function applyConfig(metaText: string, e: IngestEvent): string {
-  let meta: Record<string, unknown>;
-  try {
-    meta = JSON.parse(metaText) as Record<string, unknown>;
-  } catch {
-    meta = {};
-  }
-  if (e.DA === "UNPLUG") meta.plugged = false;
-  else if (e.DA === "PLUGIN") meta.plugged = true;
-  else {
-    const config = (typeof meta.config === "object" && meta.config !== null ? meta.config : {}) as Record<string, unknown>;
-    config[e.DA] = { payload: e.payload ?? {}, timestamp: e.ts };
-    meta.config = config;
-  }
-  return JSON.stringify(meta);
-}
-
 /**
  * The ingest transaction on a connection: idempotency keys, device lookup or creation, last value,
- * config into meta, the staged reading, the block's last_active. Used on the main thread and by
- * the ingest thread (ingest-worker.ts). `cacheDevices`: look devices up in `cache.devices` first
- * (only where every device deletion goes through the same cache, i.e. the main thread).
+ * the meta patch, the staged reading, the block's last_active, as the Ingest service decided them.
+ * Used on the main thread and by the ingest thread (ingest-worker.ts). `devices`: GUID -> id, looked
+ * up first (only where every device deletion clears the same map, i.e. the main thread).
  */
 export function ingestTransaction(
   db: Database,
-  cache: StoreCache,
   staging: ReadingsStaging,
-  cacheDevices: boolean,
+  devices: Map<string, number> | null,
 ): { commit: (batch: IngestEvent[], now: number) => IngestResult[]; pruneKeys: (before: number) => number } {
   const seenKey = db.prepare("INSERT OR IGNORE INTO event_keys (node_id, key, ts) VALUES (?, ?, ?)");
   const findDevice = db.prepare("SELECT id FROM devices WHERE guid = ?").pluck();
@@ -97,27 +116,26 @@ export function ingestTransaction(
 
   const commitTx = db.transaction((batch: IngestEvent[], now: number): IngestResult[] => {
     const results: IngestResult[] = [];
-    const nodes = new Map<string, number>();
     for (const e of batch) {
-      nodes.set(e.node, e.userId);
+      if (e.touch !== undefined) touchBlock.run(e.node, e.userId, e.node, e.touch, e.touch);
       if (e.key !== undefined && seenKey.run(e.node, e.key, now).changes === 0) {
         results.push({ deviceId: 0, created: false, duplicate: true });
         continue;
       }
-      const isConfig = e.kind === "config";
-      const found = (cacheDevices ? cache.devices.get(e.guid) : undefined) ?? (findDevice.get(e.guid) as number | undefined);
+      const isReading = e.meta === undefined && e.kind !== "config";
+      const found = devices?.get(e.guid) ?? (findDevice.get(e.guid) as number | undefined);
       let deviceId: number;
       if (found !== undefined) {
         deviceId = found;
-        if (isConfig) updateMeta.run(applyConfig(deviceMeta.get(deviceId) as string, e), deviceId);
-        else updateLast.run(e.DA, e.ts, deviceId, e.ts);
-      } else if (isConfig && e.DA === "UNPLUG") {
-        // An UNPLUG for a device never seen creates nothing (V12_1.00 firmware sends one for each
-        // empty port at boot): acknowledged like a duplicate, so no listener sees it either.
+        if (e.meta) updateMeta.run(JSON.stringify(applyPatch(parseObject(deviceMeta.get(deviceId) as string), e.meta)), deviceId);
+        else if (isReading) updateLast.run(e.DA, e.ts, deviceId, e.ts);
+      } else if (e.existingOnly) {
+        // Nothing is created: answered like a duplicate, so no listener sees it either.
         results.push({ deviceId: 0, created: false, duplicate: true });
         continue;
       } else {
-        const meta = isConfig ? applyConfig("{}", e) : "{}";
+        const meta = JSON.stringify(e.meta ? applyPatch({}, e.meta) : {});
+        const isConfig = !isReading;
         deviceId = (
           insertDevice.get({
             guid: e.guid,
@@ -133,28 +151,20 @@ export function ingestTransaction(
           }) as { id: number }
         ).id;
       }
-      if (!isConfig) staging.add(deviceId, e.ts, e.num, e.DA);
+      if (isReading) staging.add(deviceId, e.ts, e.num, e.DA);
       results.push({ deviceId, created: found === undefined, duplicate: false });
     }
-    // last_active is kept to the second: a block posting many readings a second is touched once.
-    for (const [node, userId] of nodes) if (cache.shouldTouch(node, now)) touchBlock.run(node, userId, node, now, now);
     return results;
   });
   const commit = (batch: IngestEvent[], now: number): IngestResult[] => {
-    let results: IngestResult[];
-    try {
-      // BEGIN IMMEDIATE: the write lock is taken (waiting for it) before the first read. A deferred
-      // transaction that read first fails at once with "database is locked" when the other
-      // connection committed meanwhile (the read snapshot cannot become a write), busy_timeout or not.
-      results = commitTx.immediate(batch, now);
-    } catch (err) {
-      cache.touched.clear(); // the touches of a rolled-back batch did not happen
-      throw err;
-    }
+    // BEGIN IMMEDIATE: the write lock is taken (waiting for it) before the first read. A deferred
+    // transaction that read first fails at once with "database is locked" when the other
+    // connection committed meanwhile (the read snapshot cannot become a write), busy_timeout or not.
+    const results = commitTx.immediate(batch, now);
     let staged = 0;
     batch.forEach((e, i) => {
       const r = results[i];
-      if (r && !r.duplicate && e.kind !== "config") staged++;
+      if (r && !r.duplicate && e.meta === undefined && e.kind !== "config") staged++;
     });
     staging.committed(staged);
     return results;
@@ -164,7 +174,7 @@ export function ingestTransaction(
 
 /** Block events: on the ingest thread when there is one, else in one FULL transaction on this connection. */
 export function eventsRepo(db: Database, cache: StoreCache, staging: ReadingsStaging, thread: IngestThread | null): EventsRepo {
-  const local = ingestTransaction(db, cache, staging, true);
+  const local = ingestTransaction(db, staging, cache.devices);
   return {
     async commit(batch) {
       // On the ingest thread: its own connection, its own flush; the event loop only posts.

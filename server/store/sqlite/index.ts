@@ -23,7 +23,8 @@ export interface SqliteStoreOptions {
   dataDir: string;
   /**
    * Commit block events on a worker thread with its own connection (ingest-thread.ts). Default
-   * true for a file in WAL mode; the main thread commits them otherwise.
+   * true for a file in WAL mode; the main thread commits them otherwise (`:memory:`, or false:
+   * one-shot commands such as `users add`).
    */
   ingestThread?: boolean;
   /** Where the store reports a failure of its ingest thread. Default: stderr. */
@@ -65,13 +66,12 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
   migrate(db);
   const cache = new StoreCache();
   const wal = file !== ":memory:" && journal === "wal";
-  const module = wal && options.ingestThread !== false ? workerModule() : null;
   const thread =
-    module === null
-      ? null
-      : new IngestThread(module, file, options.onError ?? ((err) => process.stderr.write(`blockkit store: ingest thread failed: ${err.message}\n`)));
+    wal && options.ingestThread !== false
+      ? new IngestThread(workerModule(), file, options.onError ?? ((err) => process.stderr.write(`blockkit store: ingest thread failed: ${err.message}\n`)))
+      : null;
   const staging = new ReadingsStaging(db, { stagedElsewhere: thread !== null });
-  const writes = tokenWrites(db, cache);
+  const writes = tokenWrites(db);
   return {
     kind: "sqlite",
     db,
@@ -81,7 +81,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
     oauthCodes: oauthCodesRepo(db),
     keys: keysRepo(db),
     users: usersRepo(db),
-    tokens: tokensRepo(db, cache, writes),
+    tokens: tokensRepo(db, writes),
     blocks: blocksRepo(db, cache, writes),
     devices: devicesRepo(db, cache),
     events: eventsRepo(db, cache, staging, thread),

@@ -19,11 +19,11 @@
  *  - results (Int32): two per event, at (event sequence number mod slots, a power of two): device
  *    id and state;
  *  - error: the message of the last failed transaction (u32 length, UTF-8), for the rejections.
- * An event: u8 kind, u8 flags (num, key, payload present), f64 userId, V, D, num, ts, then
- * length-prefixed UTF-8 strings: node, guid, G, DA, the key and the config payload as JSON when
- * present.
+ * An event: u8 kind, u8 flags (num, key, meta patch, touch present, existing device only), f64 userId, V, D, num, ts,
+ * touch, then length-prefixed UTF-8 strings: node, guid, G, DA, the key and the meta patch as JSON
+ * when present (the config payload itself does not cross: the patch carries what the store needs).
  */
-import type { IngestEvent, IngestResult } from "../types.js";
+import type { IngestEvent, IngestResult, MetaPatch } from "../types.js";
 
 export const PUBLISHED = 0;
 export const DONE = 1;
@@ -36,11 +36,13 @@ const DUPLICATE = 2;
 const FAILED = 3;
 
 const HEADER = 16;
-const FIXED = 2 + 5 * 8;
+const FIXED = 2 + 6 * 8;
 const KINDS: IngestEvent["kind"][] = ["data", "heartbeat", "config"];
 const HAS_NUM = 1;
 const HAS_KEY = 2;
-const HAS_PAYLOAD = 4;
+const HAS_META = 4;
+const HAS_TOUCH = 8;
+const EXISTING_ONLY = 16;
 const ERROR_BYTES = 1024;
 
 export interface ChannelMemory {
@@ -169,8 +171,10 @@ function writeString(buf: Buffer, pos: number, limit: number, s: string): number
 
 function writeEvent(buf: Buffer, pos: number, limit: number, e: IngestEvent): number {
   if (pos + FIXED > limit) return -1;
-  const payload = e.payload === undefined ? undefined : JSON.stringify(e.payload);
-  const flags = (e.num === null ? 0 : HAS_NUM) | (e.key === undefined ? 0 : HAS_KEY) | (payload === undefined ? 0 : HAS_PAYLOAD);
+  const meta = e.meta === undefined ? undefined : JSON.stringify(e.meta);
+  const flags =
+    (e.num === null ? 0 : HAS_NUM) | (e.key === undefined ? 0 : HAS_KEY) | (meta === undefined ? 0 : HAS_META) | (e.touch === undefined ? 0 : HAS_TOUCH) |
+    (e.existingOnly ? EXISTING_ONLY : 0);
   buf[pos] = KINDS.indexOf(e.kind);
   buf[pos + 1] = flags;
   buf.writeDoubleLE(e.userId, pos + 2);
@@ -178,13 +182,14 @@ function writeEvent(buf: Buffer, pos: number, limit: number, e: IngestEvent): nu
   buf.writeDoubleLE(e.D, pos + 18);
   buf.writeDoubleLE(e.num ?? 0, pos + 26);
   buf.writeDoubleLE(e.ts, pos + 34);
+  buf.writeDoubleLE(e.touch ?? 0, pos + 42);
   pos += FIXED;
   pos = writeString(buf, pos, limit, e.node);
   if (pos >= 0) pos = writeString(buf, pos, limit, e.guid);
   if (pos >= 0) pos = writeString(buf, pos, limit, e.G);
   if (pos >= 0) pos = writeString(buf, pos, limit, e.DA);
   if (pos >= 0 && e.key !== undefined) pos = writeString(buf, pos, limit, e.key);
-  if (pos >= 0 && payload !== undefined) pos = writeString(buf, pos, limit, payload);
+  if (pos >= 0 && meta !== undefined) pos = writeString(buf, pos, limit, meta);
   return pos;
 }
 
@@ -196,6 +201,7 @@ function readEvent(buf: Buffer, pos: number, into: IngestEvent[]): number {
   const D = buf.readDoubleLE(pos + 18);
   const num = flags & HAS_NUM ? buf.readDoubleLE(pos + 26) : null;
   const ts = buf.readDoubleLE(pos + 34);
+  const touch = flags & HAS_TOUCH ? buf.readDoubleLE(pos + 42) : undefined;
   pos += FIXED;
   const next = (): string => {
     const n = buf.readUInt32LE(pos);
@@ -208,7 +214,8 @@ function readEvent(buf: Buffer, pos: number, into: IngestEvent[]): number {
   const G = next();
   const DA = next();
   const key = flags & HAS_KEY ? next() : undefined;
-  const payload = flags & HAS_PAYLOAD ? (JSON.parse(next()) as Record<string, unknown>) : undefined;
-  into.push({ kind, userId, node, guid, G, V, D, DA, num, ts, key, payload });
+  const meta = flags & HAS_META ? (JSON.parse(next()) as MetaPatch) : undefined;
+  const existingOnly = flags & EXISTING_ONLY ? true : undefined;
+  into.push({ kind, userId, node, guid, G, V, D, DA, num, ts, key, meta, touch, existingOnly });
   return pos;
 }

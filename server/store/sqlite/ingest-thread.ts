@@ -17,7 +17,9 @@
  * committed) and is logged; the store stays readable. Closing waits until every batch accepted is
  * answered, then ends the thread.
  */
-import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { unavailable } from "../../errors.js";
 import type { IngestEvent, IngestResult } from "../types.js";
@@ -47,15 +49,19 @@ interface Sent {
 }
 
 /**
- * The worker's compiled module. From the sources (tests run TypeScript), the build's copy: a worker
- * thread cannot load TypeScript. Null when there is none (a source tree never built).
+ * The worker's module. Built: the compiled ingest-worker.js beside this file. From the sources
+ * (tests, `tsx`): a bootstrap that registers tsx's loader in the worker (a worker thread does not
+ * inherit the parent's) and then loads ingest-worker.ts itself, so tests exercise the source they
+ * test, never a stale dist/.
  */
-export function workerModule(): URL | null {
+export function workerModule(): URL {
   const here = import.meta.url;
-  const url = here.endsWith(".ts")
-    ? new URL("../../../dist/server/store/sqlite/ingest-worker.js", here)
-    : new URL("./ingest-worker.js", here);
-  return existsSync(url) ? url : null;
+  if (!here.endsWith(".ts")) return new URL("./ingest-worker.js", here);
+  const tsxDir = dirname(createRequire(here).resolve("tsx/package.json"));
+  const api = pathToFileURL(join(tsxDir, "dist/esm/api/index.mjs")).href;
+  const worker = new URL("./ingest-worker.ts", here).href;
+  const code = `import { register } from ${JSON.stringify(api)}; register(); await import(${JSON.stringify(worker)});`;
+  return new URL(`data:text/javascript,${encodeURIComponent(code)}`);
 }
 
 export class IngestThread {
@@ -73,18 +79,32 @@ export class IngestThread {
   private broken: Error | null = null;
   private closing: Promise<void> | null = null;
   private idle: (() => void) | null = null;
-  /** The worker's thread id (Linux), once it has lowered its priority (ingest-worker.ts); null elsewhere. */
+  /**
+   * The worker's thread id (Linux), once it has lowered its priority (ingest-worker.ts); null
+   * elsewhere. Rejects when the worker fails or exits before it started (openStore fails loudly).
+   */
   readonly started: Promise<number | null>;
 
   constructor(module: URL, file: string, onError: (err: Error) => void, ringBytes = RING_BYTES, slots = SLOTS) {
     this.channel = Channel.create(ringBytes, slots);
     this.worker = new Worker(module, { workerData: { file, memory: this.channel.memory } });
-    this.started = new Promise((resolve) => this.worker.once("message", (m: { tid: number | null }) => resolve(m.tid)));
+    let failStart: (err: Error) => void = () => undefined;
+    this.started = new Promise((resolve, reject) => {
+      failStart = reject;
+      this.worker.once("message", (m: { tid: number | null }) => resolve(m.tid));
+    });
+    // Observed by openStore; a store opened otherwise must not crash on an unhandled rejection.
+    this.started.catch(() => undefined);
     this.worker.on("error", (err) => {
+      failStart(err);
       onError(err);
       this.fail(err);
     });
-    this.worker.on("exit", (code) => this.fail(new Error(`the ingest thread exited with code ${code}`)));
+    this.worker.on("exit", (code) => {
+      const err = new Error(`the ingest thread exited with code ${code}`);
+      failStart(err);
+      this.fail(err);
+    });
   }
 
   /** Commits a batch on the worker; resolves once it is durable. `now`: this thread's clock. */

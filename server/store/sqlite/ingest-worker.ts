@@ -12,7 +12,6 @@ import { dirname } from "node:path";
 import { parentPort, workerData } from "node:worker_threads";
 import Database from "better-sqlite3";
 import type { IngestEvent } from "../types.js";
-import { StoreCache } from "./cache.js";
 import { ingestTransaction } from "./devices.js";
 import { CLOSE, Channel, type ChannelMemory, DONE, PUBLISHED } from "./ingest-channel.js";
 import { ReadingsStaging } from "./staging.js";
@@ -40,7 +39,7 @@ function lowerPriority(): number | null {
     return null; // no /proc or not allowed: the process's priority, as before
   }
 }
-parentPort?.postMessage({ tid: lowerPriority() });
+const tid = lowerPriority();
 const channel = new Channel(memory);
 const control = channel.control;
 const db = new Database(file);
@@ -49,7 +48,10 @@ db.pragma("synchronous = NORMAL");
 db.pragma("foreign_keys = ON");
 db.pragma("busy_timeout = 5000");
 const staging = new ReadingsStaging(db, { manual: true });
-const ingest = ingestTransaction(db, new StoreCache(), staging, false);
+const ingest = ingestTransaction(db, staging, null);
+// Started: the connection is open and the statements prepared (a failure before this rejects
+// IngestThread.started, and openStore fails loudly).
+parentPort?.postMessage({ tid });
 let walFd: number | null = null;
 
 /** Everything written to the WAL so far is on disk once this returns. */

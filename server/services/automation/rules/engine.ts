@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
-import type { RuleHandler, RuleRunJson } from "../../../../protocol/automation.js";
+import type { RuleRunJson } from "../../../../protocol/automation.js";
 import type { Bus } from "../../../bus/types.js";
 import type { RuleRow, RuleRunRow, Store } from "../../../store/types.js";
 import type { CommittedEvent } from "../../ingest.js";
@@ -41,10 +41,6 @@ interface Compiled {
   actions: { h: ActionHandler; params: Params }[];
   /** Shared by the versions of one rule, so an update keeps its timeout and its queue. */
   state: { lastFired: number | null; pending: number; chain: Promise<void> };
-}
-
-function parseList(text: string): RuleHandler[] {
-  return JSON.parse(text) as RuleHandler[];
 }
 
 export class RuleEngine {
@@ -110,17 +106,17 @@ export class RuleEngine {
       id: row.id,
       userId: row.user_id,
       timeoutMs: row.timeout * 1000,
-      suspended: row.suspended !== 0,
+      suspended: row.suspended,
       removed: false,
       pre: [],
       actions: [],
       state: old?.state ?? { lastFired: null, pending: 0, chain: Promise.resolve() },
     };
-    for (const p of parseList(row.preconditions)) {
+    for (const p of row.preconditions) {
       const h = handler(p.handler);
       if (h?.kind === "precondition") rule.pre.push({ h, params: p.params, guid: h.guid(p.params) });
     }
-    for (const a of parseList(row.actions)) {
+    for (const a of row.actions) {
       const h = handler(a.handler);
       if (h?.kind === "action") rule.actions.push({ h, params: a.params });
     }
@@ -218,7 +214,7 @@ export class RuleEngine {
       this.log.info({ rid: rule.id, error }, "rule run stopped");
     }
     if (rule.removed) return;
-    this.record({ rule_id: rule.id, ts: firedAt, ok: error === null ? 1 : 0, steps: JSON.stringify(steps), error });
+    this.record({ rule_id: rule.id, ts: firedAt, ok: error === null, steps, error });
   }
 
   /**

@@ -9,11 +9,11 @@ export function ruleJson(row: RuleRow): RuleJson {
   return {
     rid: row.id,
     shortName: row.short_name,
-    preconditions: JSON.parse(row.preconditions) as RuleJson["preconditions"],
-    actions: JSON.parse(row.actions) as RuleJson["actions"],
+    preconditions: row.preconditions,
+    actions: row.actions,
     timeout: row.timeout,
     store: {},
-    suspended: row.suspended !== 0,
+    suspended: row.suspended,
   };
 }
 
@@ -52,10 +52,10 @@ export class RuleService {
     const row = await this.store.rules.create({
       user_id: userId,
       short_name: v.shortName,
-      preconditions: JSON.stringify(v.preconditions),
-      actions: JSON.stringify(v.actions),
+      preconditions: v.preconditions,
+      actions: v.actions,
       timeout: v.timeout,
-      suspended: 0,
+      suspended: false,
       created: this.clock(),
     });
     await this.engine.sync(row);
@@ -72,8 +72,8 @@ export class RuleService {
     const runs = await this.store.rules.runs(row.id);
     const history = runs.map((r) => ({
       timestamp: r.ts,
-      ok: r.ok !== 0,
-      steps: JSON.parse(r.steps) as RuleRunJson["steps"],
+      ok: r.ok,
+      steps: r.steps,
       error: r.error,
     }));
     return { ...ruleJson(row), history };
@@ -85,8 +85,8 @@ export class RuleService {
     const next: RuleRow = {
       ...row,
       short_name: v.shortName,
-      preconditions: JSON.stringify(v.preconditions),
-      actions: JSON.stringify(v.actions),
+      preconditions: v.preconditions,
+      actions: v.actions,
       timeout: v.timeout,
     };
     await this.store.rules.update(next);
@@ -104,7 +104,7 @@ export class RuleService {
   async suspend(userId: number, rid: number, suspended: boolean): Promise<void> {
     const row = await this.owned(userId, rid);
     await this.store.rules.setSuspended(row.id, suspended);
-    await this.engine.sync({ ...row, suspended: suspended ? 1 : 0 });
+    await this.engine.sync({ ...row, suspended });
     this.changed(row.id);
   }
 }

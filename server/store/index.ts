@@ -1,0 +1,35 @@
+/**
+ * One way to open a store from a URL, used by the server and every command that touches the
+ * database:
+ *  - `sqlite:DIR` or a plain directory: the embedded store, `DIR/blockkit.db` (sqlite/);
+ *  - `:memory:`: a throwaway embedded store (tests).
+ * The command line also takes the URL from BLOCKKIT_DB (cli/options.ts).
+ */
+import { unavailable } from "../errors.js";
+import { openSqliteStore } from "./sqlite/index.js";
+import type { Store } from "./types.js";
+import { parseStoreUrl } from "./url.js";
+
+export { parseStoreUrl, type StoreLocation } from "./url.js";
+
+export interface OpenStoreOptions {
+  /** SQLite: commit block events on the ingest thread (default true for a file). */
+  ingestThread?: boolean;
+  /** Where the store reports a failure after it opened (the ingest thread's death). */
+  onError?: (err: Error) => void;
+}
+
+/** Opens the store at `url`; rejects (loudly) when it cannot, e.g. when the ingest thread does not start. */
+export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
+  const where = parseStoreUrl(url);
+  const store = openSqliteStore({ dataDir: where.dir, ingestThread: options.ingestThread, onError: options.onError });
+  if (store.ingestThread) {
+    try {
+      await store.ingestThread.started;
+    } catch (err) {
+      await store.close().catch(() => undefined);
+      throw unavailable(`the SQLite store's ingest thread could not start: ${(err as Error).message}`, err);
+    }
+  }
+  return store;
+}
