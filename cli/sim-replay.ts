@@ -3,10 +3,10 @@ import { readFileSync, writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { isNodeId } from "../protocol/guid.js";
 import { positiveNumber } from "./options.js";
-import { addTargetOptions, restRoot, target } from "./sim-target.js";
+import { addTargetOptions, target } from "./sim-target.js";
 
 interface ReplayFlags {
-  server?: string;
+  server?: string[];
   stream?: string;
   token?: string;
   nodeId: string;
@@ -25,9 +25,11 @@ export function registerReplay(sim: Command): void {
       // Loaded on use: the simulator is not part of other commands' memory.
       const { parseRecording } = await import("../simulator/replay.js");
       const { playRecording } = await import("../simulator/replay-player.js");
+      const { ms } = await import("../simulator/tui/format.js");
       // `sim` declares --server/--stream/--token too; commander gives them to the parent, so read both.
       const flags = command.optsWithGlobals<ReplayFlags>();
-      const { server, token } = target(flags);
+      const { targets, token } = target(flags, "blockkit sim replay");
+      const first = targets[0] as (typeof targets)[number];
       if (!isNodeId(flags.nodeId)) {
         process.stderr.write(`blockkit sim replay: --node-id "${flags.nodeId}" is not 12-64 letters and digits\n`);
         process.exit(2);
@@ -47,10 +49,18 @@ export function registerReplay(sim: Command): void {
         process.exit(2);
       }
       process.stderr.write(`replaying ${rec.readings} readings from ${rec.entries.length} frames as ${flags.nodeId}\n`);
+      // Ctrl-C ends the playback; what was sent is drained briefly and summed up. A second one quits.
+      const stop = new AbortController();
+      process.on("SIGINT", () => {
+        if (stop.signal.aborted) process.exit(130);
+        process.stderr.write("stopping: draining what was sent (Ctrl-C again to quit at once)\n");
+        stop.abort();
+      });
       const result = await playRecording({
-        baseUrl: restRoot(server),
-        streamUrl: flags.stream,
+        baseUrl: first.baseUrl,
+        streamUrl: first.streamUrl,
         token,
+        signal: stop.signal,
         nodeId: flags.nodeId,
         entries: rec.entries,
         speed: flags.instant ? 0 : flags.speed,
@@ -58,8 +68,9 @@ export function registerReplay(sim: Command): void {
       if (flags.report) writeFileSync(flags.report, `${JSON.stringify(result, null, 2)}\n`);
       const l = result.ingest_ms;
       process.stderr.write(
-        `replayed: ${result.acked}/${result.sent} readings acknowledged, ${result.errors} errors, ingest p50 ${l.p50 ?? "-"} p99 ${l.p99 ?? "-"} ms\n`,
+        `replayed${result.interrupted ? ` (interrupted after ${result.played} of ${result.frames} frames)` : ""}: ` +
+          `${result.acked}/${result.sent} readings acknowledged, ${result.errors} errors, ingest p50 ${ms(l.p50)} p99 ${ms(l.p99)} ms\n`,
       );
-      process.exit(result.acked === result.sent && result.errors === 0 ? 0 : 1);
+      process.exit(result.interrupted ? 130 : result.acked === result.sent && result.errors === 0 ? 0 : 1);
     });
 }

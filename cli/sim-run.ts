@@ -7,8 +7,10 @@ import { type Report, summaryLines, writeReport } from "../simulator/report.js";
 import { SimRunner } from "../simulator/runner.js";
 import { overrideWithFlags, scenarioFromFlags } from "../simulator/scenario/defaults.js";
 import { type LoadedScenario, ScenarioError, validateScenario } from "../simulator/scenario/parse.js";
+import { fleetDoesNotFit, openFileLimit } from "../simulator/fd-limit.js";
+import { nodePrefix } from "../simulator/cleanup.js";
 import type { SimFlags } from "./sim.js";
-import { restRoot, target } from "./sim-target.js";
+import { target } from "./sim-target.js";
 
 export function buildScenario(f: SimFlags): LoadedScenario {
   let doc: Record<string, unknown>;
@@ -35,6 +37,7 @@ export function buildScenario(f: SimFlags): LoadedScenario {
   if (f.commands !== undefined) doc.commands = { rate: f.commands };
   if (f.callbacks !== undefined) doc.callbacks = { devices: f.callbacks };
   if (f.warmup !== undefined) doc.warmup_s = f.warmup;
+  if (f.cleanup) doc.cleanup = true;
   return validateScenario(doc);
 }
 
@@ -52,42 +55,60 @@ async function runTui(runner: SimRunner): Promise<Report> {
 }
 
 export async function runSim(flags: SimFlags): Promise<void> {
-      const { server, token } = target(flags);
-      let scenario: LoadedScenario;
-      try {
-        scenario = buildScenario(flags);
-      } catch (err) {
-        process.stderr.write(`blockkit sim: ${(err as Error).message}\n`);
-        process.exit(2);
-      }
-      const runner = new SimRunner({
-        scenario,
-        baseUrl: restRoot(server),
-        streamUrl: flags.stream,
-        token,
-        callbackHost: flags.callbackHost,
-        callbackPublicHost: flags.callbackPublicHost,
-        drainTimeoutMs: flags.drain * 1000,
-      });
-      let signals = 0;
-      const onSignal = (): void => {
-        if (++signals > 1) process.exit(130);
-        runner.requestStop();
-      };
-      process.on("SIGINT", onSignal);
-      process.on("SIGTERM", onSignal);
-      let report: Report;
-      try {
-        await runner.start();
-        const tui = !flags.headless && process.stdout.isTTY === true && process.stdin.isTTY === true;
-        report = tui ? await runTui(runner) : await runHeadless(runner, { progressMs: flags.progress * 1000 });
-      } catch (err) {
-        process.stderr.write(`blockkit sim: the run failed: ${(err as Error).message}\n`);
-        await runner.stop().catch(() => undefined);
-        process.exit(3);
-      }
-      await runner.stop();
-      if (flags.report) writeReport(flags.report, report);
-      for (const line of summaryLines(report)) process.stderr.write(`${line}\n`);
-      process.exit(report.passed ? 0 : 1);
+  const { targets, token } = target(flags);
+  let scenario: LoadedScenario;
+  try {
+    scenario = buildScenario(flags);
+  } catch (err) {
+    process.stderr.write(`blockkit sim: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+  const refusal = fleetDoesNotFit(scenario.blocks.count, targets.length, openFileLimit());
+  if (refusal) {
+    process.stderr.write(`blockkit sim: ${refusal}\n`);
+    process.exit(2);
+  }
+  const first = targets[0] as (typeof targets)[number];
+  const runner = new SimRunner({
+    scenario,
+    baseUrl: first.baseUrl,
+    streamUrl: first.streamUrl,
+    targets,
+    token,
+    callbackHost: flags.callbackHost,
+    callbackPublicHost: flags.callbackPublicHost,
+    drainTimeoutMs: flags.drain * 1000,
+  });
+  const prefix = nodePrefix(scenario.blocks.node_id, scenario.seed);
+  let signals = 0;
+  const onSignal = (): void => {
+    if (++signals > 1) {
+      if (scenario.cleanup) process.stderr.write(`blockkit sim: quit before the cleanup; remove the leftovers with: blockkit sim cleanup --node-prefix ${prefix}\n`);
+      process.exit(130);
+    }
+    if (scenario.cleanup) process.stderr.write("stopping: draining, then cleaning up (Ctrl-C again to quit at once)\n");
+    runner.requestStop();
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  let report: Report;
+  try {
+    await runner.start();
+    const tui = !flags.headless && process.stdout.isTTY === true && process.stdin.isTTY === true;
+    report = tui ? await runTui(runner) : await runHeadless(runner, { progressMs: flags.progress * 1000 });
+  } catch (err) {
+    process.stderr.write(`blockkit sim: the run failed: ${(err as Error).message}\n`);
+    await runner.stop().catch(() => undefined);
+    process.exit(3);
+  }
+  await runner.stop();
+  if (flags.report) writeReport(flags.report, report);
+  for (const line of summaryLines(report)) process.stderr.write(`${line}\n`);
+  const c = runner.cleanupResult;
+  if (c) {
+    process.stderr.write(`cleanup: ${c.blocks} blocks unpaired, ${c.callbacks} callbacks removed${c.failed.length > 0 ? `, ${c.failed.length} failed` : ""}\n`);
+    for (const f of c.failed.slice(0, 10)) process.stderr.write(`cleanup failed: ${f}\n`);
+    if (c.failed.length > 0) process.stderr.write(`retry with: blockkit sim cleanup --node-prefix ${prefix}\n`);
+  }
+  process.exit(report.passed ? 0 : 1);
 }

@@ -1,5 +1,5 @@
-/** Options shared by `blockkit sim` and `blockkit sim replay`: the server and the user token. */
-import type { Command } from "commander";
+/** Options shared by `blockkit sim` and `blockkit sim replay`: the servers and the user token. */
+import { type Command, InvalidArgumentError } from "commander";
 import { url } from "./options.js";
 
 /** `--server` may be the root (`http://h:8000`) or the REST root (`…/rest/v0`). */
@@ -8,23 +8,73 @@ export function restRoot(server: string): string {
   return /\/rest\/v\d+$/.test(s) ? s : `${s}/rest/v0`;
 }
 
+/**
+ * The stream root (camera snapshots) of a server: the server's port + 1 on the same host, as
+ * `blockkit server` listens by default (8000 -> 8001).
+ */
+export function defaultStream(server: string): string {
+  const u = new URL(restRoot(server));
+  const port = u.port === "" ? (u.protocol === "https:" ? 443 : 80) : Number(u.port);
+  return `${u.protocol}//${u.hostname.includes(":") ? `[${u.hostname.replace(/^\[|\]$/g, "")}]` : u.hostname}:${port + 1}`;
+}
+
+function servers(value: string, previous: string[] | undefined): string[] {
+  url(value);
+  if (previous?.includes(value)) throw new InvalidArgumentError(`"${value}" is given twice`);
+  return [...(previous ?? []), value];
+}
+
 export function addTargetOptions(cmd: Command): Command {
   return cmd
-    .option("--server <url>", "server root or REST root (http://HOST:PORT[/rest/v0]); required", url)
+    .option(
+      "--server <url>",
+      "server root or REST root, http://HOST:PORT[/rest/v0] (default: $BLOCKKIT_SERVER); several: blocks are spread round robin over them",
+      servers,
+    )
     .option("--stream <url>", "stream root for camera snapshots (default: server port + 1)", url)
     .option("--token <token>", "user access token (default: $BLOCKKIT_TOKEN)");
 }
 
-/** The server and token of the flags; exits with 2 when one is missing. */
-export function target(flags: { server?: string; token?: string }): { server: string; token: string } {
-  const token = flags.token ?? process.env.BLOCKKIT_TOKEN;
-  if (!flags.server) {
-    process.stderr.write("blockkit sim: give --server URL (the server's root or REST root)\n");
+/** One server of the run: its REST root and its stream root. */
+export interface SimTarget {
+  baseUrl: string;
+  streamUrl: string;
+}
+
+export interface TargetFlags {
+  server?: string[] | string;
+  stream?: string;
+  token?: string;
+}
+
+/**
+ * The servers and token of the flags, falling back on $BLOCKKIT_SERVER and $BLOCKKIT_TOKEN; throws
+ * a TargetError naming what is missing.
+ */
+export function resolveTargets(flags: TargetFlags, env: NodeJS.ProcessEnv = process.env): { targets: SimTarget[]; token: string } {
+  let list = typeof flags.server === "string" ? [flags.server] : (flags.server ?? []);
+  if (list.length === 0 && env.BLOCKKIT_SERVER) {
+    try {
+      list = [url(env.BLOCKKIT_SERVER)];
+    } catch (err) {
+      throw new TargetError(`BLOCKKIT_SERVER: ${(err as Error).message}`);
+    }
+  }
+  if (list.length === 0) throw new TargetError("give --server URL or set BLOCKKIT_SERVER (the server's root or REST root)");
+  if (flags.stream && list.length > 1) throw new TargetError("--stream names one stream root: with several --server, each server's port + 1 is used");
+  const token = flags.token ?? env.BLOCKKIT_TOKEN;
+  if (!token) throw new TargetError("give --token or set BLOCKKIT_TOKEN (a user access token)");
+  return { targets: list.map((s) => ({ baseUrl: restRoot(s), streamUrl: flags.stream ?? defaultStream(s) })), token };
+}
+
+export class TargetError extends Error {}
+
+/** resolveTargets for a command line: prints the problem and exits with 2. */
+export function target(flags: TargetFlags, command = "blockkit sim"): { targets: SimTarget[]; token: string } {
+  try {
+    return resolveTargets(flags);
+  } catch (err) {
+    process.stderr.write(`${command}: ${(err as Error).message}\n`);
     process.exit(2);
   }
-  if (!token) {
-    process.stderr.write("blockkit sim: give --token or set BLOCKKIT_TOKEN (a user access token)\n");
-    process.exit(2);
-  }
-  return { server: flags.server, token };
 }

@@ -4,11 +4,12 @@
  */
 import { type Command, InvalidArgumentError } from "commander";
 import { positiveInt, positiveNumber } from "./options.js";
+import { registerCleanup } from "./sim-cleanup.js";
 import { registerReplay } from "./sim-replay.js";
 import { addTargetOptions } from "./sim-target.js";
 
 export interface SimFlags {
-  server?: string;
+  server?: string[];
   stream?: string;
   token?: string;
   blocks?: number;
@@ -27,6 +28,7 @@ export interface SimFlags {
   callbackPublicHost?: string;
   progress: number;
   drain: number;
+  cleanup?: boolean;
 }
 
 function wholeOrZero(value: string): number {
@@ -58,9 +60,11 @@ export function registerSim(program: Command): void {
     .option("--callback-public-host <host>", "host name the server uses to reach the callback receiver")
     .option("--progress <seconds>", "headless progress line interval", positiveNumber, 2)
     .option("--drain <seconds>", "longest wait at the end for unacknowledged readings and commands", positiveNumber, 15)
+    .option("--cleanup", "at the end (also after Ctrl-C) remove the run's callbacks and unpair its blocks")
     .action(async (flags: SimFlags) => {
       const { runSim } = await import("./sim-run.js");
       await runSim(flags);
     });
   registerReplay(sim);
+  registerCleanup(sim);
 }

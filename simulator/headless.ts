@@ -12,8 +12,7 @@ export interface HeadlessOptions {
 
 export function progressLine(r: SimRunner): string {
   const c = r.metrics.counters;
-  const s = r.metrics.snapshot().series;
-  const rate = s.acked[s.acked.length - 1] ?? 0;
+  const rate = r.ackRate();
   const when = r.phase === "running" ? `${duration(r.measuredMs())}/${duration(r.scenario.duration_s * 1000)}` : r.phase;
   return (
     `[${when}] blocks ${r.fleet.activated}/${r.fleet.planned} sent ${c.events_sent} acked ${c.events_acked} (${rate}/s) ` +

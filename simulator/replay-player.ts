@@ -22,6 +22,8 @@ export interface ReplayOptions {
   speed?: number;
   /** Longest wait for the outbox to drain at the end, ms. Default 15 000. */
   drainTimeoutMs?: number;
+  /** Ends the playback early (Ctrl-C): what was sent is drained (briefly) and reported. */
+  signal?: AbortSignal;
   onProgress?: (played: number, total: number) => void;
 }
 
@@ -34,13 +36,30 @@ export interface ReplayResult {
   errors_by_kind: Record<string, number>;
   commands_received: number;
   ingest_ms: LatencySummary;
+  /** Whether the playback was ended early (the signal), with `frames` not all played. */
+  interrupted: boolean;
+  played: number;
+}
+
+/** Times each reading from the moment it entered the outbox (an --instant reading's own time is spread, see below). */
+class SubmitTimedOutbox extends MeasuredOutbox {
+  readonly submitted = new Map<string, number>();
+
+  override append(entries: Parameters<MeasuredOutbox["append"]>[0]): number {
+    const now = Date.now();
+    for (const e of entries) this.submitted.set(e.key, now);
+    return super.append(entries);
+  }
 }
 
 export async function playRecording(o: ReplayOptions): Promise<ReplayResult> {
   const metrics = new Metrics();
   const http = fleetTransport(4, 1);
-  const outbox = new MeasuredOutbox((entries, now) => {
-    for (const e of entries) metrics.acked(now - e.ts);
+  const outbox: SubmitTimedOutbox = new SubmitTimedOutbox((entries, now) => {
+    for (const e of entries) {
+      metrics.acked(now - (outbox.submitted.get(e.key) ?? e.ts));
+      outbox.submitted.delete(e.key);
+    }
   });
   const client = new SimBlockClient(
     { baseUrl: o.baseUrl, streamUrl: o.streamUrl, nodeId: o.nodeId, transport: http.transport },
@@ -63,16 +82,24 @@ export async function playRecording(o: ReplayOptions): Promise<ReplayResult> {
   await activated;
   const speed = o.speed ?? 1;
   const t0 = Date.now();
+  // Sent at once, the readings still get distinct times in their recorded order: one millisecond
+  // apart, the last one now (not all the same moment, which a chart would draw as one point).
+  const total = o.entries.reduce((n, e) => n + e.readings.length, 0);
+  let stamp = t0 - total;
   let played = 0;
   try {
     for (const e of o.entries) {
+      if (o.signal?.aborted) break;
       const due = speed > 0 ? t0 + e.at / speed : t0;
       const wait = due - Date.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      metrics.sent(agent.submitMany(e.readings, e.link));
-      o.onProgress?.(++played, o.entries.length);
+      if (wait > 0) await pause(wait, o.signal);
+      if (o.signal?.aborted) break;
+      const readings = speed > 0 ? e.readings : e.readings.map((r) => ({ ...r, ts: ++stamp }));
+      metrics.sent(agent.submitMany(readings, e.link));
+      played++;
+      o.onProgress?.(played, o.entries.length);
     }
-    const deadline = Date.now() + (o.drainTimeoutMs ?? 15_000);
+    const deadline = Date.now() + (o.signal?.aborted ? Math.min(3000, o.drainTimeoutMs ?? 15_000) : (o.drainTimeoutMs ?? 15_000));
     while (outbox.rows > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   } finally {
     await agent.stop();
@@ -88,5 +115,20 @@ export async function playRecording(o: ReplayOptions): Promise<ReplayResult> {
     errors_by_kind: snap.errors_by_kind,
     commands_received: snap.counters.commands_received,
     ingest_ms: snap.ingest,
+    interrupted: played < o.entries.length,
+    played,
   };
+}
+
+/** Waits `ms`, or less when the signal ends the playback. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }

@@ -80,7 +80,13 @@ export function parseRecording(text: string): Recording {
     const rec = o as Record<string, unknown>;
     if (typeof rec.t !== "number" || !Number.isFinite(rec.t)) return void problems.push(`line ${i + 1}: t must be epoch ms`);
     const got = entryReadings(rec);
-    if (typeof got === "string") return void problems.push(`line ${i + 1}: ${got}`);
+    // The line is JSON; its frame is what is wrong, and the problem says so.
+    if (typeof got === "string") {
+      const what = typeof rec.topic === "string" || rec.link === "mqtt" ? "MQTT message" : "serial frame";
+      const text = typeof rec.frame === "string" ? rec.frame : JSON.stringify(rec.frame ?? null);
+      const shown = text.length > 40 ? `${text.slice(0, 40)}…` : text;
+      return void problems.push(`line ${i + 1}: the ${what} ${JSON.stringify(shown)} is unusable (${got})`);
+    }
     if (got.length === 0) return;
     first ??= rec.t;
     entries.push({ at: Math.max(0, rec.t - first), link: typeof rec.link === "string" ? rec.link : "replay", readings: got });

@@ -8,6 +8,7 @@ import type { LoadSummary } from "./metrics/load.js";
 import type { MetricsSnapshot } from "./metrics/metrics.js";
 import type { WindowSummary } from "./fleet/send-window.js";
 import type { LoadedScenario } from "./scenario/parse.js";
+import { ms } from "./tui/format.js";
 import { type ThresholdMetric, type ThresholdResult, checkThresholds } from "./scenario/thresholds.js";
 
 /** Who limited the run: the simulator process, the server, the machine (other load), or nobody. */
@@ -175,7 +176,7 @@ export function writeReport(path: string, report: Report): void {
 /** Human lines for the end of a headless run (stderr). */
 export function summaryLines(r: Report): string[] {
   const lat = (name: string, s: Report["latency_ms"]["ingest"]): string =>
-    s.count === 0 ? `${name}: no samples` : `${name}: p50 ${s.p50} p90 ${s.p90} p99 ${s.p99} max ${s.max} ms (${s.count})`;
+    s.count === 0 ? `${name}: no samples` : `${name}: p50 ${ms(s.p50)} p90 ${ms(s.p90)} p99 ${ms(s.p99)} max ${ms(s.max)} ms (${s.count})`;
   const lines = [
     `blocks ${r.blocks.activated}/${r.blocks.planned} activated, events ${r.counts.events_acked}/${r.counts.events_sent} acked, ${r.counts.errors} errors, ${r.events_per_s}/s`,
     lat("ingest ack", r.latency_ms.ingest),

@@ -6,6 +6,7 @@
 import { Agent } from "undici";
 import { ApiClient } from "../protocol/api-client.js";
 import { CallbackReceiver } from "./callback-receiver.js";
+import { type CleanupResult, cleanupFleet } from "./cleanup.js";
 import { EventLog } from "./event-log.js";
 import { CallbackRegistrar } from "./fleet/callbacks.js";
 import { Chaos } from "./fleet/chaos.js";
@@ -24,6 +25,8 @@ export interface SimOptions {
   /** REST root including /rest/v0. */
   baseUrl: string;
   streamUrl?: string;
+  /** Several servers of one cluster: blocks are spread round robin over them (the first takes the user's API calls). */
+  targets?: { baseUrl: string; streamUrl?: string }[];
   /** The user access token: direct activation, command PUTs, callbacks, claims. */
   token: string;
   /** Address of the callback receiver. Default 127.0.0.1, port 0. */
@@ -58,6 +61,8 @@ export class SimRunner {
   private readonly timers = new Set<NodeJS.Timeout>();
   private chaosCount = 0;
   private ackedAtStart = 0;
+  /** The measured window's figures, fixed when the drain starts (the drain is not measured). */
+  private measured: { ms: number; acked: number } | null = null;
   private endRequested: (() => void) | null = null;
   readonly finished: Promise<Report>;
   private resolveFinished!: (r: Report) => void;
@@ -72,6 +77,7 @@ export class SimRunner {
       scenario: o.scenario,
       baseUrl: o.baseUrl,
       streamUrl: o.streamUrl,
+      targets: o.targets,
       userToken: o.token,
       api: this.api,
       metrics: this.metrics,
@@ -158,6 +164,17 @@ export class SimRunner {
     return now - this.measureStart - this.pausedTotal - (this.pausedSince !== null ? now - this.pausedSince : 0);
   }
 
+  /**
+   * Events acknowledged per second over the measured window (pauses excluded; before it starts,
+   * since the run started). The progress lines, the TUI header and the report share this one
+   * definition, so the summary's rate is the last progress line's.
+   */
+  ackRate(): number {
+    const acked = this.measured?.acked ?? (this.measureStart === null ? this.metrics.counters.events_acked : this.metrics.counters.events_acked - this.ackedAtStart);
+    const ms = this.measured?.ms ?? (this.measureStart === null ? this.clock() - this.startedAt : this.measuredMs());
+    return ms > 0 ? Math.round((acked / ms) * 1e5) / 100 : 0;
+  }
+
   remainingMs(): number {
     return Math.max(0, this.o.scenario.duration_s * 1000 - this.measuredMs());
   }
@@ -171,6 +188,7 @@ export class SimRunner {
     if (this.paused || this.phase === "draining" || this.phase === "done") return;
     this.paused = true;
     this.pausedSince = this.clock();
+    this.metrics.paused(this.pausedSince);
     this.commands.paused = true;
     this.log.add("info", "run paused");
     await this.fleet.pauseAll();
@@ -181,6 +199,7 @@ export class SimRunner {
     this.paused = false;
     if (this.pausedSince !== null) this.pausedTotal += this.clock() - this.pausedSince;
     this.pausedSince = null;
+    this.metrics.resumed(this.clock());
     this.commands.paused = false;
     this.log.add("info", "run resumed");
     await this.fleet.resumeAll();
@@ -204,6 +223,7 @@ export class SimRunner {
     // The simulator's load and the acknowledged rate cover the measured window, not the drain.
     const load = this.load.summary();
     const measuredAcked = this.measureStart === null ? 0 : this.metrics.counters.events_acked - this.ackedAtStart;
+    this.measured = { ms: measuredMs, acked: measuredAcked };
     this.chaos.stop();
     this.commands.stop();
     this.fleet.quiesce();
@@ -231,7 +251,10 @@ export class SimRunner {
     return report;
   }
 
-  /** Stops everything (after `finished`, or to abandon a run). */
+  /** What the cleanup at stop() did (with the scenario's `cleanup`), null before or without it. */
+  cleanupResult: CleanupResult | null = null;
+
+  /** Stops everything (after `finished`, or to abandon a run); then cleans up with the scenario's `cleanup`. */
   async stop(): Promise<void> {
     this.requestStop();
     if (this.ticker) clearInterval(this.ticker);
@@ -242,6 +265,12 @@ export class SimRunner {
     await this.fleet.stop();
     await this.receiver.stop();
     this.load.stop();
+    if (this.o.scenario.cleanup && this.cleanupResult === null) {
+      this.cleanupResult = await cleanupFleet(this.api, {
+        nodeIds: this.fleet.blocks.slice(0, this.fleet.running).map((b) => b.nodeId),
+        callbackGuids: this.callbacks.registered,
+      });
+    }
     await this.apiDispatcher.close().catch(() => undefined);
   }
 }

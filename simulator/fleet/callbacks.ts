@@ -1,7 +1,7 @@
 /**
  * Registers the simulator's own receiver as the callback URL of a few sensor devices (PUT, so a
  * second run replaces rather than conflicts), once each device exists on the server (after its
- * block's first acknowledged reading; a 404 is asked again on the next tick).
+ * block's PLUGIN announcements were acknowledged; a 404 is asked again on the next tick).
  */
 import type { ApiClient } from "../../protocol/api-client.js";
 import type { CallbackReceiver } from "../callback-receiver.js";
@@ -57,7 +57,7 @@ export class CallbackRegistrar {
     if (this.busy || this.wanted.length === 0) return;
     this.busy = true;
     try {
-      const ready = this.wanted.filter((w) => w.block.acked > 0);
+      const ready = this.wanted.filter((w) => w.block.announced || w.block.acked > 0);
       for (const w of ready) {
         try {
           await this.api.setCallback(w.device.guid, this.receiver.urlFor(w.device.guid));

@@ -127,6 +127,14 @@ export class SimBlockClient extends BlockClient {
     return super.commands(token, signal).catch((err: unknown) => this.malformed("poll", err));
   }
 
+  // An upload that never reached the wire (no stream root) is a failure the link did not see either.
+  override snapshot(token: string, guid: string, image: Uint8Array, signal?: AbortSignal): Promise<void> {
+    return super.snapshot(token, guid, image, signal).catch((err: unknown) => {
+      if (err instanceof BlockClientError && err.status === 0 && /no stream_url/.test(err.message)) this.hooks.error("snapshot_no_stream");
+      return this.malformed("snapshot", err);
+    });
+  }
+
   private malformed(kind: CallKind, err: unknown): never {
     if (err instanceof BlockClientError && err.status >= 200 && err.status < 300) this.hooks.error(`${kind}_http_${err.status}`);
     throw err;

@@ -18,6 +18,8 @@ export interface FleetOptions {
   scenario: LoadedScenario;
   baseUrl: string;
   streamUrl?: string;
+  /** Several servers (instances of one cluster): block i talks to `targets[i % n]`. Default: baseUrl/streamUrl. */
+  targets?: { baseUrl: string; streamUrl?: string }[];
   userToken: string;
   api: ApiClient;
   metrics: Metrics;
@@ -47,13 +49,15 @@ export class Fleet {
     this.rng = new Random(o.scenario.seed);
     this.http = fleetTransport();
     const s = o.scenario;
+    const targets = o.targets && o.targets.length > 0 ? o.targets : [{ baseUrl: o.baseUrl, streamUrl: o.streamUrl }];
     for (let i = 0; i < s.blocks.count; i++) {
       const nodeId = nodeIdFor(s.blocks.node_id, s.seed, i);
       const twoLegged = i < s.blocks.two_legged;
+      const target = targets[i % targets.length] as { baseUrl: string; streamUrl?: string };
       this.blocks.push(
         new VirtualBlock(i, nodeId, s.devices, this.rng, {
-          baseUrl: o.baseUrl,
-          streamUrl: o.streamUrl,
+          baseUrl: target.baseUrl,
+          streamUrl: target.streamUrl,
           transport: this.http.transport,
           window: this.window,
           scheduler: this.scheduler,
@@ -135,10 +139,7 @@ export class Fleet {
 
   /** Per-second rates of every block (called once a second). */
   tick(): void {
-    for (const b of this.blocks) {
-      b.rate = b.sent - b.sentAtTick;
-      b.sentAtTick = b.sent;
-    }
+    for (const b of this.blocks) b.rate.sample(b.sent);
   }
 
   /** Blocks picked with the seeded random source (for chaos steps). */

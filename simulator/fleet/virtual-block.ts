@@ -52,6 +52,27 @@ export interface BlockContext {
   clock?: () => number;
 }
 
+/**
+ * A block's readings per second over the last RATE_WINDOW seconds. A one-second count flickers
+ * between 0 and twice the rate whenever the block's readings fall close to the second's edge (all
+ * of them do after a pause and resume, which restarts the generators together).
+ */
+export class BlockRate {
+  private readonly marks: number[] = [];
+  value = 0;
+
+  /** Called once a second with the block's running total. */
+  sample(total: number): void {
+    this.marks.push(total);
+    if (this.marks.length > RATE_WINDOW + 1) this.marks.shift();
+    const first = this.marks[0] as number;
+    const span = this.marks.length - 1;
+    this.value = span === 0 ? 0 : Math.round(((total - first) / span) * 10) / 10;
+  }
+}
+
+const RATE_WINDOW = 5;
+
 export class VirtualBlock implements CommandTarget {
   readonly name = "sim";
   readonly devices = new Map<string, SimDevice>();
@@ -65,10 +86,12 @@ export class VirtualBlock implements CommandTarget {
   sent = 0;
   acked = 0;
   errors = 0;
-  /** Readings per second over the last second (set by the fleet's tick). */
-  rate = 0;
-  sentAtTick = 0;
+  /** Whether the server acknowledged the block's PLUGIN announcements (its devices exist there). */
+  announced = false;
+  /** Readings per second, averaged over the last seconds (see BlockRate). */
+  readonly rate = new BlockRate();
   private frames = 0;
+  private snapshotFailures = 0;
 
   constructor(
     readonly index: number,
@@ -101,8 +124,14 @@ export class VirtualBlock implements CommandTarget {
       }
     }
     this.outbox = new MeasuredOutbox((entries, now) => {
-      this.acked += entries.length;
-      for (const e of entries) ctx.metrics.acked(now - e.ts);
+      for (const e of entries) {
+        // A PLUGIN announcement is not a reading: it is neither counted nor timed.
+        if (e.kind === "config") this.announced = true;
+        else {
+          this.acked++;
+          ctx.metrics.ackedAt(e.ts, now);
+        }
+      }
     });
     this.client = new SimBlockClient(
       { baseUrl: ctx.baseUrl, streamUrl: ctx.streamUrl, nodeId, transport: ctx.transport },
@@ -163,11 +192,17 @@ export class VirtualBlock implements CommandTarget {
     await this.agent.start();
   }
 
+  /**
+   * Every device announces itself (a PLUGIN config event), as firmware does when a module is plugged
+   * in: the fleet's devices exist on the server from the start, not after their first reading (a
+   * button may not be pressed for minutes), and a camera is known before a snapshot request.
+   */
   private reportInitial(): void {
+    const plugins: Reading[] = [];
+    for (const d of this.devices.values()) plugins.push({ G: d.G, V: d.V, D: d.D, DA: "PLUGIN", kind: "config" });
+    this.agent.submitMany(plugins);
     const initial: Reading[] = [];
     for (const d of this.devices.values()) {
-      // A camera announces itself (a PLUGIN config event) so the server knows it before a snapshot request.
-      if (d.kind === "camera") initial.push({ G: d.G, V: d.V, D: d.D, DA: "PLUGIN", kind: "config" });
       const v = d.gen.initial();
       if (v !== null && d.last === null) {
         d.last = v;
@@ -245,6 +280,7 @@ export class VirtualBlock implements CommandTarget {
   private error(kind: string): void {
     this.errors++;
     this.ctx.metrics.error(kind);
+    if (kind.startsWith("snapshot") && this.snapshotFailures++ === 0) this.ctx.log("error", `${this.nodeId}: camera snapshot upload failed (${kind})`);
   }
 
   private schedule(): void {

@@ -10,7 +10,11 @@ export interface LatencySummary {
   mean: number | null;
 }
 
-const round = (ms: number): number => Math.round(ms * 1000) / 1000;
+/**
+ * Three significant digits: what the histogram resolves. A bucket's highest value read to the
+ * microsecond would show 3 ms as `3.001`.
+ */
+const round = (ms: number): number => (ms === 0 ? 0 : Number(ms.toPrecision(3)));
 
 export class Latency {
   private readonly h: Histogram = build({

@@ -56,6 +56,9 @@ export class Metrics {
   private last: Counters = emptyCounters();
   /** While false (warm-up), latencies are not recorded; counters still are. */
   recording = true;
+  /** Past pauses of the run, [from, to] epoch ms, and the current one's start. */
+  private readonly pauses: [number, number][] = [];
+  private pausedSince: number | null = null;
 
   sent(n = 1): void {
     this.counters.events_sent += n;
@@ -64,6 +67,36 @@ export class Metrics {
   acked(latencyMs: number, n = 1): void {
     this.counters.events_acked += n;
     if (this.recording) for (let i = 0; i < n; i++) this.ingest.record(latencyMs);
+  }
+
+  /**
+   * A reading submitted at `submittedAt` was acknowledged at `now`: its ingest latency is the time
+   * between, less the time the run was paused meanwhile (a paused fleet holds its readings).
+   */
+  ackedAt(submittedAt: number, now: number): void {
+    let latency = now - submittedAt;
+    if (this.pauses.length > 0 || this.pausedSince !== null) latency -= this.pausedWithin(submittedAt, now);
+    this.acked(latency);
+  }
+
+  /** The run is paused from `now` (the TUI's p key) until resumed(). */
+  paused(now: number): void {
+    this.pausedSince ??= now;
+  }
+
+  resumed(now: number): void {
+    if (this.pausedSince === null) return;
+    this.pauses.push([this.pausedSince, now]);
+    if (this.pauses.length > 100) this.pauses.shift();
+    this.pausedSince = null;
+  }
+
+  private pausedWithin(from: number, to: number): number {
+    let sum = 0;
+    const overlap = (a: number, b: number): number => Math.max(0, Math.min(b, to) - Math.max(a, from));
+    for (const [a, b] of this.pauses) sum += overlap(a, b);
+    if (this.pausedSince !== null) sum += overlap(this.pausedSince, to);
+    return sum;
   }
 
   error(kind: string): void {

@@ -90,41 +90,54 @@ function resolveDevice(d: DeviceSpec, i: number, problems: string[]): ResolvedDe
 export function validateScenario(doc: unknown): LoadedScenario {
   if (doc === null || typeof doc !== "object" || Array.isArray(doc)) throw new ScenarioError(["(root): must be an object"]);
   const withDefaults = Value.Default(ScenarioSchema, structuredClone(doc)) as Scenario;
+  // Every problem at once: the checks below run on whatever parts are well-formed, so a file with
+  // a schema error and an unknown device type shows both (not the second after the first is fixed).
   const problems = schemaProblems(ScenarioSchema, withDefaults, "");
-  if (problems.length > 0) throw new ScenarioError(problems);
   const devices: ResolvedDevice[] = [];
-  withDefaults.devices.forEach((d, i) => {
+  const specs = Array.isArray(withDefaults.devices) ? withDefaults.devices : [];
+  specs.forEach((d, i) => {
+    if (d === null || typeof d !== "object" || typeof d.type !== "string") return;
     const r = resolveDevice(d, i, problems);
     if (r) devices.push(r);
   });
   const ports = new Set<string>();
   devices.forEach((d, i) => {
-    for (let k = 0; k < d.count; k++) {
+    const count = Number.isInteger(d.count) && d.count > 0 ? Math.min(d.count, 1000) : 1;
+    for (let k = 0; k < count; k++) {
       const key = `${portAt(d.G, k)}_${d.V}_${d.D}`;
       if (ports.has(key)) problems.push(`devices.${i}.G: port ${portAt(d.G, k)} with V ${d.V} D ${d.D} is used twice`);
       ports.add(key);
     }
   });
-  const b = withDefaults.blocks;
-  if (b.two_legged > b.count) problems.push(`blocks.two_legged: ${b.two_legged} is more than blocks.count (${b.count})`);
-  if (!/\{index(:\d+)?\}/.test(b.node_id) && b.count > 1) problems.push("blocks.node_id: needs {index} when count > 1");
-  else {
-    const sample = nodeIdFor(b.node_id, withDefaults.seed, b.count - 1);
-    if (!/^[A-Za-z0-9]{12,64}$/.test(sample)) problems.push(`blocks.node_id: gives "${sample}", not 12-64 letters and digits`);
+  const b = (withDefaults.blocks ?? {}) as Partial<Scenario["blocks"]>;
+  const count = typeof b.count === "number" ? b.count : 1;
+  const seed = typeof withDefaults.seed === "number" ? withDefaults.seed : 1;
+  if (typeof b.two_legged === "number" && b.two_legged > count) problems.push(`blocks.two_legged: ${b.two_legged} is more than blocks.count (${count})`);
+  if (typeof b.node_id === "string") {
+    if (!/\{index(:\d+)?\}/.test(b.node_id) && count > 1) problems.push("blocks.node_id: needs {index} when count > 1");
+    else {
+      const sample = nodeIdFor(b.node_id, seed, Math.max(0, count - 1));
+      if (!/^[A-Za-z0-9]{12,64}$/.test(sample)) problems.push(`blocks.node_id: gives "${sample}", not 12-64 letters and digits`);
+    }
   }
-  withDefaults.chaos.forEach((c, i) => {
-    if (c.blocks > b.count) problems.push(`chaos.${i}.blocks: ${c.blocks} is more than blocks.count (${b.count})`);
-    if (c.at_s > withDefaults.duration_s) problems.push(`chaos.${i}.at_s: after the end of the run (duration_s ${withDefaults.duration_s})`);
+  const chaos = Array.isArray(withDefaults.chaos) ? withDefaults.chaos : [];
+  chaos.forEach((c, i) => {
+    if (c === null || typeof c !== "object") return;
+    if (typeof c.blocks === "number" && c.blocks > count) problems.push(`chaos.${i}.blocks: ${c.blocks} is more than blocks.count (${count})`);
+    if (typeof c.at_s === "number" && typeof withDefaults.duration_s === "number" && c.at_s > withDefaults.duration_s) {
+      problems.push(`chaos.${i}.at_s: after the end of the run (duration_s ${withDefaults.duration_s})`);
+    }
   });
   const thresholds: Threshold[] = [];
-  withDefaults.thresholds.forEach((t, i) => {
+  (Array.isArray(withDefaults.thresholds) ? withDefaults.thresholds : []).forEach((t, i) => {
+    if (typeof t !== "string") return;
     try {
       thresholds.push(parseThreshold(t));
     } catch (err) {
       problems.push(`thresholds.${i}: ${(err as Error).message}`);
     }
   });
-  if (problems.length > 0) throw new ScenarioError(problems);
+  if (problems.length > 0) throw new ScenarioError([...new Set(problems)]);
   return Object.freeze({ ...withDefaults, devices, thresholds });
 }
 

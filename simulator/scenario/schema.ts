@@ -148,6 +148,8 @@ export const ScenarioSchema = Type.Object(
       { additionalProperties: false, default: {} },
     ),
     chaos: Type.Array(ChaosSpec, { default: [] }),
+    /** At the end (also after Ctrl-C): remove the run's callbacks and unpair its blocks. */
+    cleanup: Type.Boolean({ default: false }),
     /** Pass/fail conditions, e.g. `p99_command_ms < 50`, `errors == 0`. */
     thresholds: Type.Array(Type.String({ minLength: 3, maxLength: 200 }), { default: [] }),
   },

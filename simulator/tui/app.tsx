@@ -3,8 +3,9 @@
  * aggregation and one frame every `refreshMs`. Keys: p pause, r resume, c inject a chaos step,
  * s change the sort, ←/→ (or n/b) page, q or Ctrl-C quit.
  */
-import { Box, useApp, useInput } from "ink";
+import { Box, useApp, useInput, useStdout } from "ink";
 import { useEffect, useState } from "react";
+import { layoutFor } from "./layout.js";
 import { BlockTable, Header, HelpLine, Latency, LogPane, Rates } from "./panels.js";
 import { SORT_KEYS, type SortKey, type ViewSource } from "./view.js";
 
@@ -12,13 +13,28 @@ export interface AppProps {
   source: ViewSource;
   /** Frame interval, ms. Default 250. */
   refreshMs?: number;
-  /** Block rows per page. Default 10. */
+  /** Block rows per page. Default: as many as the terminal's height allows (layout.ts). */
   pageSize?: number;
   logLines?: number;
+  /** Terminal size; default: the output's (80×24 when unknown). */
+  columns?: number;
+  rows?: number;
 }
 
-export function App({ source, refreshMs = 250, pageSize = 10, logLines = 6 }: AppProps) {
+export function App({ source, refreshMs = 250, pageSize, logLines, columns, rows }: AppProps) {
   const { exit } = useApp();
+  const { stdout } = useStdout();
+  const [size, setSize] = useState({ columns: stdout.columns, rows: stdout.rows });
+  useEffect(() => {
+    const onResize = (): void => setSize({ columns: stdout.columns, rows: stdout.rows });
+    stdout.on("resize", onResize);
+    return () => {
+      stdout.off("resize", onResize);
+    };
+  }, [stdout]);
+  const layout = layoutFor(columns ?? size.columns, rows ?? size.rows);
+  if (pageSize !== undefined) layout.pageSize = pageSize;
+  if (logLines !== undefined) layout.logLines = logLines;
   const [sort, setSort] = useState<SortKey>("errors");
   const [page, setPage] = useState(0);
   const [, setFrame] = useState(0);
@@ -28,7 +44,7 @@ export function App({ source, refreshMs = 250, pageSize = 10, logLines = 6 }: Ap
     return () => clearInterval(t);
   }, [refreshMs]);
 
-  const v = source.view({ sort, page, pageSize, logLines });
+  const v = source.view({ sort, page, pageSize: layout.pageSize, logLines: layout.logLines });
 
   useInput((input, key) => {
     if (input === "q" || (key.ctrl && input === "c")) {
@@ -43,14 +59,14 @@ export function App({ source, refreshMs = 250, pageSize = 10, logLines = 6 }: Ap
   });
 
   return (
-    <Box flexDirection="column">
+    <Box flexDirection="column" width={layout.width}>
       <Header v={v} />
-      <BlockTable v={v} />
+      <BlockTable v={v} layout={layout} />
       <Box>
-        <Rates v={v} />
+        <Rates v={v} layout={layout} />
         <Latency v={v} />
       </Box>
-      <LogPane entries={v.log} />
+      <LogPane entries={v.log} lines={layout.logLines} />
       <HelpLine />
     </Box>
   );

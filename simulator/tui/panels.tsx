@@ -2,6 +2,7 @@
 import { Box, Text } from "ink";
 import type { LogEntry } from "../event-log.js";
 import { count, duration, ms, pad, sparkline } from "./format.js";
+import type { Layout } from "./layout.js";
 import type { BlockRow, RunView } from "./view.js";
 
 export function Header({ v }: { v: RunView }) {
@@ -10,24 +11,23 @@ export function Header({ v }: { v: RunView }) {
   const b = v.blocks;
   return (
     <Box flexDirection="column">
-      <Text>
+      <Text wrap="truncate">
         <Text bold>blockkit sim</Text> {v.name} <Text color={color}>[{state}]</Text> elapsed {duration(v.elapsedMs)} remaining{" "}
-        {duration(v.remainingMs)}
+        {duration(v.remainingMs)} · CPU {Math.round(v.cpuPercent)}%
       </Text>
-      <Text>
-        blocks {b.activated}/{b.planned} activated, {b.online} online, {b.paused} paused, {b.dropped} dropped · sim CPU{" "}
-        {Math.round(v.cpuPercent)}% loop p99 {ms(v.loopDelayP99Ms)} ms
+      <Text wrap="truncate">
+        blocks {b.activated}/{b.planned} activated, {b.online} online, {b.paused} paused, {b.dropped} dropped · loop p99 {ms(v.loopDelayP99Ms)} ms
       </Text>
     </Box>
   );
 }
 
-const COLS = { node: 22, state: 10, rate: 6, sent: 8, acked: 8, errors: 7, backlog: 8 };
+const COLS = { state: 9, rate: 6, sent: 7, acked: 7, errors: 7, backlog: 8 };
 
-function row(r: BlockRow) {
+function row(r: BlockRow, layout: Layout) {
   return (
-    <Text key={r.nodeId}>
-      {pad(r.nodeId, COLS.node)}
+    <Text key={r.nodeId} wrap="truncate">
+      {pad(r.nodeId, layout.nodeWidth)}
       <Text color={r.state === "online" ? "green" : r.state === "dropped" || r.state === "offline" ? "red" : "yellow"}>{pad(r.state, COLS.state)}</Text>
       {pad(String(r.rate), COLS.rate)}
       {pad(count(r.sent), COLS.sent)}
@@ -39,11 +39,11 @@ function row(r: BlockRow) {
   );
 }
 
-export function BlockTable({ v }: { v: RunView }) {
+export function BlockTable({ v, layout }: { v: RunView; layout: Layout }) {
   return (
-    <Box flexDirection="column" borderStyle="single" paddingX={1}>
-      <Text bold>
-        {pad("block", COLS.node)}
+    <Box flexDirection="column" marginTop={1}>
+      <Text bold wrap="truncate">
+        {pad("block", layout.nodeWidth)}
         {pad("state", COLS.state)}
         {pad("ev/s", COLS.rate)}
         {pad("sent", COLS.sent)}
@@ -52,28 +52,30 @@ export function BlockTable({ v }: { v: RunView }) {
         {pad("backlog", COLS.backlog)}
         devices (last values)
       </Text>
-      {v.rows.map(row)}
-      <Text dimColor>
+      {v.rows.map((r) => row(r, layout))}
+      <Text dimColor wrap="truncate">
         page {v.page + 1}/{v.pages} · sorted by {v.sort}
       </Text>
     </Box>
   );
 }
 
-export function Rates({ v }: { v: RunView }) {
+export function Rates({ v, layout }: { v: RunView; layout: Layout }) {
   const s = v.metrics.series;
   const c = v.metrics.counters;
   const last = (a: number[]): number => a[a.length - 1] ?? 0;
   const line = (label: string, series: number[], total: number) => (
-    <Text key={label}>
+    <Text key={label} wrap="truncate">
       {pad(label, 10)}
-      {pad(`${count(last(series))}/s`, 9)}
-      <Text color="cyan">{pad(sparkline(series, 24), 24)}</Text> {count(total)}
+      {pad(`${count(last(series))}/s`, 8)}
+      <Text color="cyan">{pad(sparkline(series, layout.sparkWidth), layout.sparkWidth)}</Text> {count(total)}
     </Text>
   );
   return (
-    <Box flexDirection="column" borderStyle="single" paddingX={1} width={54}>
-      <Text bold>rates (last 24 s) and totals</Text>
+    <Box flexDirection="column" width={layout.ratesWidth}>
+      <Text bold wrap="truncate">
+        rates (last {layout.sparkWidth} s), totals
+      </Text>
       {line("sent", s.sent, c.events_sent)}
       {line("acked", s.acked, c.events_acked)}
       {line("errors", s.errors, c.errors)}
@@ -86,38 +88,41 @@ export function Rates({ v }: { v: RunView }) {
 export function Latency({ v }: { v: RunView }) {
   const m = v.metrics;
   const line = (label: string, l: RunView["metrics"]["ingest"]) => (
-    <Text key={label}>
+    <Text key={label} wrap="truncate">
       {pad(label, 9)}
-      {pad(ms(l.p50), 7)}
-      {pad(ms(l.p90), 7)}
-      {pad(ms(l.p99), 7)}
-      {pad(ms(l.max), 7)}
+      {pad(ms(l.p50), 6)}
+      {pad(ms(l.p90), 6)}
+      {pad(ms(l.p99), 6)}
+      {pad(ms(l.max), 6)}
       {count(l.count)}
     </Text>
   );
   return (
-    <Box flexDirection="column" borderStyle="single" paddingX={1} width={46}>
-      <Text bold>
+    <Box flexDirection="column" flexGrow={1}>
+      <Text bold wrap="truncate">
         {pad("ms", 9)}
-        {pad("p50", 7)}
-        {pad("p90", 7)}
-        {pad("p99", 7)}
-        {pad("max", 7)}n
+        {pad("p50", 6)}
+        {pad("p90", 6)}
+        {pad("p99", 6)}
+        {pad("max", 6)}n
       </Text>
       {line("ingest", m.ingest)}
       {line("command", m.command)}
       {line("callback", m.callback)}
-      <Text dimColor>callbacks on {v.callbackDevices} devices</Text>
+      <Text dimColor wrap="truncate">
+        callbacks on {v.callbackDevices} devices
+      </Text>
     </Box>
   );
 }
 
-export function LogPane({ entries }: { entries: LogEntry[] }) {
+export function LogPane({ entries, lines }: { entries: LogEntry[]; lines: number }) {
+  const shown = entries.slice(-lines);
   return (
-    <Box flexDirection="column" borderStyle="single" paddingX={1}>
+    <Box flexDirection="column" height={lines + 1}>
       <Text bold>log</Text>
-      {entries.length === 0 ? <Text dimColor>no errors or chaos events yet</Text> : null}
-      {entries.map((e, i) => (
+      {shown.length === 0 ? <Text dimColor>no errors or chaos events yet</Text> : null}
+      {shown.map((e, i) => (
         <Text key={`${e.t}-${i}`} color={e.level === "error" ? "red" : e.level === "warn" ? "yellow" : undefined} wrap="truncate">
           {new Date(e.t).toISOString().slice(11, 19)} {e.text}
         </Text>

@@ -75,14 +75,14 @@ export function runnerSource(r: SimRunner): ViewSource {
       const order = blocks.slice(0, r.fleet.running);
       // Troubled blocks first: most errors, then those not online (dropped, paused, offline).
       const down = (b: (typeof order)[number]): number => (b.state === "online" ? 0 : 1);
-      if (sort === "errors") order.sort((a, b) => b.errors - a.errors || down(b) - down(a) || b.rate - a.rate || a.index - b.index);
-      else if (sort === "rate") order.sort((a, b) => b.rate - a.rate || a.index - b.index);
+      if (sort === "errors") order.sort((a, b) => b.errors - a.errors || down(b) - down(a) || b.rate.value - a.rate.value || a.index - b.index);
+      else if (sort === "rate") order.sort((a, b) => b.rate.value - a.rate.value || a.index - b.index);
       const pages = Math.max(1, Math.ceil(order.length / pageSize));
       const p = Math.min(Math.max(0, page), pages - 1);
       const rows = order.slice(p * pageSize, (p + 1) * pageSize).map((b) => ({
         nodeId: b.nodeId,
         state: b.state,
-        rate: b.rate,
+        rate: b.rate.value,
         sent: b.sent,
         acked: b.acked,
         errors: b.errors,

@@ -23,15 +23,32 @@ interface Run {
 
 const children = new Set<ChildProcess>();
 
-function sim(args: string[], timeoutMs = 40_000): Promise<Run> {
+interface SimHow {
+  timeoutMs?: number;
+  /** Shell lines run before the command (e.g. `ulimit -n 300`). */
+  shell?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Called with each chunk of stderr and the child (in its own process group, as a terminal's job). */
+  onStderr?: (text: string, child: ChildProcess) => void;
+}
+
+function sim(args: string[], timeoutOrHow: number | SimHow = 40_000): Promise<Run> {
+  const how = typeof timeoutOrHow === "number" ? { timeoutMs: timeoutOrHow } : timeoutOrHow;
+  const timeoutMs = how.timeoutMs ?? 40_000;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "cli/index.ts", "sim", ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    const argv = [process.execPath, "--import", "tsx", "cli/index.ts", "sim", ...args];
+    const child = how.shell
+      ? spawn("/bin/sh", ["-c", `${how.shell}; exec "$@"`, "sh", ...argv], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: how.env, detached: true })
+      : spawn(argv[0] as string, argv.slice(1), { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: how.env ?? process.env, detached: true });
     children.add(child);
     let stderr = "";
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString();
+      how.onStderr?.(stderr, child);
+    });
     child.stdout.resume();
     const timer = setTimeout(() => {
-      child.kill("SIGKILL");
+      if (child.pid) process.kill(-child.pid, "SIGKILL");
       reject(new Error(`blockkit sim did not finish within ${timeoutMs} ms:\n${stderr}`));
     }, timeoutMs);
     child.on("exit", (code) => {
@@ -57,7 +74,7 @@ describe("blockkit sim against a real server", () => {
   });
 
   afterAll(async () => {
-    for (const c of children) c.kill("SIGKILL");
+    for (const c of children) if (c.pid) process.kill(-c.pid, "SIGKILL");
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -155,5 +172,44 @@ describe("blockkit sim against a real server", () => {
     expect(run.stderr).toContain('devices.0.type: unknown device type "toaster"');
     expect(run.stderr).toMatch(/devices\.1\.generator\.period_s: Expected required property/);
     expect(run.stderr).toMatch(/thresholds\.0: unknown metric "p99"/);
+  });
+
+  it("Ctrl-C with --cleanup ends the run, prints the summary and unpairs the fleet", { timeout: 60_000 }, async () => {
+    let sent = false;
+    const run = await sim(["--headless", "--blocks", "5", "--devices", "2", "--duration", "60", "--seed", "77", "--cleanup", "--progress", "0.5", "--drain", "3"], {
+      env: { ...process.env, BLOCKKIT_SERVER: baseUrl, BLOCKKIT_TOKEN: TOKEN },
+      onStderr: (text, child) => {
+        // The terminal's Ctrl-C reaches the whole process group (the respawning parent and its child).
+        if (!sent && /\[0:0\d\/1:00\] blocks 5\/5/.test(text) && child.pid) {
+          sent = true;
+          process.kill(-child.pid, "SIGINT");
+        }
+      },
+    });
+    expect(sent).toBe(true);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/blocks 5\/5 activated, events \d+\/\d+ acked/);
+    expect(run.stderr).toContain("cleanup: 5 blocks unpaired, 0 callbacks removed");
+    expect(Object.keys(await api.blocks()).filter((n) => n.startsWith("SIM77N"))).toEqual([]);
+  });
+
+  it("raises the soft limit of open files to the hard one, and refuses a fleet that cannot fit", { timeout: 60_000 }, async () => {
+    const args = ["--headless", "--server", baseUrl, "--token", TOKEN, "--blocks", "250", "--devices", "1", "--duration", "1", "--seed", "78", "--cleanup"];
+    // A soft limit of 300 with a higher hard limit: the simulator raises it and runs.
+    const raised = await sim(args, { shell: "ulimit -S -n 300" });
+    expect(raised.code, raised.stderr).toBe(0);
+    expect(raised.stderr).toContain("blocks 250/250 activated");
+    // Both limits at 300: it cannot, and says what to do.
+    const refused = await sim(args, { shell: "ulimit -n 300" });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/250 blocks need about (\d+) open files and this process may open 300, hard limit 300: raise the limit with `ulimit -n \1`/);
+  });
+
+  it("names a replayed line whose frame is garbage for what it is", { timeout: 30_000 }, async () => {
+    const file = join(dir, "garbage.jsonl");
+    writeFileSync(file, [{ t: 1, link: "serial", frame: '{"DEVICE":[{"G":"0","V":0,"D":9,"DA":"1"}]}' }, { t: 2, link: "serial", frame: "%%garbage%%" }].map((l) => JSON.stringify(l)).join("\n"));
+    const run = await sim(["replay", file, "--server", baseUrl, "--token", TOKEN, "--node-id", "REPLAYGARBAGE1", "--instant"]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toContain('skipped line 2: the serial frame "%%garbage%%" is unusable');
   });
 });

@@ -36,7 +36,7 @@ describe("recording format", () => {
       "mqtt:heartbeat:5_0_6=73",
     ]);
     expect(rec.readings).toBe(6);
-    expect(rec.problems).toEqual(["line 7: not JSON", "line 8: t must be epoch ms", "line 9: not a node topic with a value"]);
+    expect(rec.problems).toEqual(["line 7: not JSON", "line 8: t must be epoch ms", 'line 9: the MQTT message "online" is unusable (not a node topic with a value)']);
     expect(mqttReading("p/1_0_9/config", '{"type":"UNPLUG"}')).toEqual({ G: "1", V: 0, D: 9, DA: "UNPLUG", kind: "config" });
   });
 

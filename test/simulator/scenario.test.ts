@@ -72,8 +72,14 @@ devices:
 duration_s: 10
 `),
     );
-    expect(p).toContain("blocks.count: Expected integer to be greater or equal to 1");
-    // The first pass stops at the schema; fix it and the device problems are listed together.
+    // One pass: the schema's problems and the devices' are listed together.
+    expect(p).toEqual([
+      "blocks.count: Expected integer to be greater or equal to 1",
+      expect.stringMatching(/^devices\.0\.type: unknown device type "toaster"/),
+      "devices.1.generator.period_s: Expected number to be greater or equal to 0.001",
+      "devices.1.generator.min: must not exceed max",
+      expect.stringMatching(/^devices\.2\.generator\.kind: unknown generator "fractal"/),
+    ]);
     const q = problems(() =>
       validateScenario({
         devices: [

@@ -146,7 +146,7 @@ describe("TUI view of a 10,000-block fleet", () => {
     // Blocks as they look mid-run (none started: this test measures the view, not the network).
     runner.fleet.blocks.forEach((b, i) => {
       b.sent = (i * 7919) % 1000;
-      b.rate = (i * 31) % 17;
+      b.rate.value = (i * 31) % 17;
       b.errors = i === 4242 ? 99 : 0;
     });
     (runner.fleet as unknown as { started: number }).started = 10_000;

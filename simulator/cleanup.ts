@@ -1,0 +1,71 @@
+/**
+ * Leaves the user's account as it was before a run: removes the callbacks the run registered and
+ * unpairs its blocks (the server then forgets their devices and readings). Used at the end of a run
+ * with `--cleanup` (or `cleanup: true` in the scenario), also after Ctrl-C, and by
+ * `blockkit sim cleanup --node-prefix P` for the leftovers of earlier runs.
+ */
+import type { ApiClient } from "../protocol/api-client.js";
+
+export interface CleanupResult {
+  blocks: number;
+  callbacks: number;
+  /** `what: message` of every call that failed (a 404 is not a failure: already gone). */
+  failed: string[];
+}
+
+/** Calls at once against the server: enough to be quick, few enough not to flood it. */
+const PARALLEL = 16;
+
+async function each<T>(items: T[], run: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) await run(items[next++] as T);
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL, items.length) }, worker));
+}
+
+function gone(err: unknown): boolean {
+  return (err as { status?: number }).status === 404;
+}
+
+/** Removes the callbacks of `callbackGuids`, then unpairs `nodeIds`. */
+export async function cleanupFleet(api: ApiClient, what: { nodeIds: string[]; callbackGuids: string[] }): Promise<CleanupResult> {
+  const result: CleanupResult = { blocks: 0, callbacks: 0, failed: [] };
+  await each(what.callbackGuids, async (guid) => {
+    try {
+      await api.removeCallback(guid);
+      result.callbacks++;
+    } catch (err) {
+      if (!gone(err)) result.failed.push(`callback of ${guid}: ${(err as Error).message}`);
+    }
+  });
+  await each(what.nodeIds, async (nodeId) => {
+    try {
+      await api.unpairBlock(nodeId);
+      result.blocks++;
+    } catch (err) {
+      if (!gone(err)) result.failed.push(`block ${nodeId}: ${(err as Error).message}`);
+    }
+  });
+  return result;
+}
+
+/**
+ * The user's blocks whose node id starts with `prefix`: their devices' callbacks are removed (a
+ * device without one answers 404, which is fine) and the blocks unpaired.
+ */
+export async function cleanupPrefix(api: ApiClient, prefix: string): Promise<CleanupResult> {
+  if (prefix.length === 0) throw new TypeError("cleanupPrefix: an empty prefix would remove every block");
+  const nodeIds = Object.keys(await api.blocks()).filter((n) => n.startsWith(prefix));
+  const mine = new Set(nodeIds);
+  const devices = Object.keys(await api.devices()).filter((guid) => mine.has(guid.split("_")[0] as string));
+  const result = await cleanupFleet(api, { nodeIds, callbackGuids: devices });
+  return result;
+}
+
+/** The fixed start of a node-id pattern (`SIM{seed}N{index:8}` with seed 7 -> `SIM7N`). */
+export function nodePrefix(pattern: string, seed: number): string {
+  const fixed = pattern.replace(/\{seed\}/g, String(seed));
+  const cut = fixed.indexOf("{");
+  return cut < 0 ? fixed : fixed.slice(0, cut);
+}

@@ -1,0 +1,184 @@
+/**
+ * The findings of issue 18 that need no server: report digits, one ingest latency without the
+ * TUI's pause, per-block rates that do not flicker, the TUI within 80×24, the server and stream
+ * defaults of the command line, the file-descriptor check.
+ */
+import { render } from "ink-testing-library";
+import stringWidth from "string-width";
+import { describe, expect, it, vi } from "vitest";
+import { defaultStream, resolveTargets } from "../../cli/sim-target.js";
+import { descriptorsNeeded, fleetDoesNotFit, openFileLimit } from "../../simulator/fd-limit.js";
+import { BlockRate } from "../../simulator/fleet/virtual-block.js";
+import { Latency } from "../../simulator/metrics/histogram.js";
+import { Metrics } from "../../simulator/metrics/metrics.js";
+import { buildReport, summaryLines } from "../../simulator/report.js";
+import { validateScenario } from "../../simulator/scenario/parse.js";
+import { App } from "../../simulator/tui/app.js";
+import type { BlockRow, RunView, ViewSource } from "../../simulator/tui/view.js";
+
+describe("report digits", () => {
+  it("prints what the histogram resolves, not its bucket edges (3 ms is 3, not 3.001)", () => {
+    const l = new Latency();
+    for (let i = 0; i < 100; i++) l.record(3);
+    l.record(1234.5678);
+    const s = l.summary();
+    expect(s.p90).toBe(3);
+    expect(s.max).toBe(1230);
+    const m = new Metrics();
+    m.sent(100);
+    for (let i = 0; i < 100; i++) m.acked(3);
+    const r = buildReport({
+      scenario: validateScenario({ devices: [{ type: "relay" }] }),
+      startedAt: 0,
+      measuredMs: 10_000,
+      blocks: { planned: 1, activated: 1, failed: 0 },
+      metrics: m.snapshot(),
+      load: { cpu_percent: 1, cpu_percent_max: 1, cpu_user_ms: 1, cpu_system_ms: 1, loop_delay_p50_ms: 1, loop_delay_p99_ms: 1, loop_delay_max_ms: 1, answer_wait_ms: null, answer_wait_max_ms: null },
+      measuredAcked: 100,
+      callbackDevices: 0,
+      commandsInFlight: 0,
+      window: { size: 256, full_percent: 0, mean_in_flight: 0.5, cycles: 100, cycle_ms: 2, exchange_ms: 2 },
+    });
+    expect(summaryLines(r)[1]).toBe("ingest ack: p50 3.00 p90 3.00 p99 3.00 max 3.00 ms (100)");
+  });
+});
+
+describe("ingest latency and pauses", () => {
+  it("leaves the time the run was paused out of a reading's latency", () => {
+    const m = new Metrics();
+    m.paused(1000);
+    m.resumed(6000);
+    // Submitted before the pause, acknowledged after it: 600 ms of which 5000 were paused.
+    m.ackedAt(500, 6100);
+    // Submitted and acknowledged after the pause: untouched.
+    m.ackedAt(6200, 6210);
+    m.paused(7000);
+    // Acknowledged during a pause (sent just before it): the pause so far is left out.
+    m.ackedAt(6990, 7500);
+    expect(m.ingest.percentile(100)).toBe(600);
+    expect(m.ingest.percentile(0)).toBe(10);
+    expect(m.ingest.count).toBe(3);
+  });
+});
+
+describe("per-block rate", () => {
+  it("does not flicker between 0 and twice the rate when readings fall on the second's edge", () => {
+    const r = new BlockRate();
+    let total = 0;
+    const shown: number[] = [];
+    // One reading a second, but counted 0, 2, 0, 2 … by the one-second ticks (after a pause and resume).
+    for (let s = 0; s < 12; s++) {
+      total += s % 2 === 0 ? 0 : 2;
+      r.sample(total);
+      shown.push(r.value);
+    }
+    expect(shown.slice(6).every((v) => v >= 0.8 && v <= 1.2)).toBe(true);
+  });
+});
+
+function rows(n: number): BlockRow[] {
+  return Array.from({ length: n }, (_v, i) => ({
+    nodeId: `SIMULATEDFLEET7N${String(i).padStart(8, "0")}`,
+    state: "online",
+    rate: 1.2,
+    sent: 123_456 + i,
+    acked: 123_400 + i,
+    errors: i,
+    backlog: 3,
+    devices: "temp=21.3 relay=1 hum=55 btn=1 light=40 led=FF0000 rf=010101 sound=512",
+  }));
+}
+
+function source(): ViewSource & { pageSizes: number[] } {
+  const m = new Metrics();
+  for (let s = 0; s < 60; s++) {
+    m.sent(10_000 + s);
+    m.acked(3, 10_000);
+    m.tick();
+  }
+  const all = rows(500);
+  const pageSizes: number[] = [];
+  return {
+    pageSizes,
+    view: ({ sort, page, pageSize, logLines }): RunView => {
+      pageSizes.push(pageSize);
+      return {
+        name: "a-scenario-with-a-rather-long-name-for-the-header",
+        phase: "running",
+        paused: false,
+        elapsedMs: 3_700_000,
+        remainingMs: 55_000,
+        blocks: { planned: 100_000, started: 100_000, activated: 100_000, online: 99_999, paused: 0, dropped: 1 },
+        metrics: m.snapshot(),
+        cpuPercent: 93,
+        loopDelayP99Ms: 12.5,
+        rows: all.slice(page * pageSize, (page + 1) * pageSize),
+        page,
+        pages: Math.ceil(all.length / pageSize),
+        sort,
+        log: Array.from({ length: 20 }, (_v, i) => ({ t: 0, level: "warn" as const, text: `chaos: dropped the connection of a block for a while, entry ${i}, with a long tail of text` })).slice(-logLines),
+        callbackDevices: 10,
+      };
+    },
+    pause: vi.fn(),
+    resume: vi.fn(),
+    injectChaos: vi.fn(),
+    quit: vi.fn(),
+  };
+}
+
+describe("TUI size", () => {
+  it("fits 80×24: no line wider than 80, at most 23 lines, header first", () => {
+    const s = source();
+    const ui = render(<App source={s} columns={80} rows={24} />);
+    const lines = (ui.lastFrame() ?? "").split("\n");
+    ui.unmount();
+    expect(lines.length).toBeLessThanOrEqual(23);
+    expect(Math.max(...lines.map((l) => stringWidth(l)))).toBeLessThanOrEqual(80);
+    expect(lines[0]).toMatch(/^blockkit sim a-scenario/);
+    expect(lines.at(-1)).toContain("q quit");
+    expect(s.pageSizes.at(-1)).toBeGreaterThanOrEqual(5);
+  });
+
+  it("uses a larger terminal: more block rows and log lines", () => {
+    const s = source();
+    const ui = render(<App source={s} columns={160} rows={50} />);
+    const frame = ui.lastFrame() ?? "";
+    ui.unmount();
+    const lines = frame.split("\n");
+    expect(lines.length).toBeLessThanOrEqual(49);
+    expect(lines.length).toBeGreaterThan(40);
+    expect(Math.max(...lines.map((l) => stringWidth(l)))).toBeLessThanOrEqual(160);
+    expect(s.pageSizes.at(-1)).toBeGreaterThan(20);
+    expect(frame).toContain("SIMULATEDFLEET7N00000000");
+  });
+});
+
+describe("command line target", () => {
+  it("takes $BLOCKKIT_SERVER and $BLOCKKIT_TOKEN when no flags are given", () => {
+    const t = resolveTargets({}, { BLOCKKIT_SERVER: "http://127.0.0.1:9000", BLOCKKIT_TOKEN: "tok-0123456789" });
+    expect(t).toEqual({ token: "tok-0123456789", targets: [{ baseUrl: "http://127.0.0.1:9000/rest/v0", streamUrl: "http://127.0.0.1:9001" }] });
+    expect(() => resolveTargets({}, {})).toThrow(/--server URL or set BLOCKKIT_SERVER/);
+  });
+
+  it("defaults the stream to the server's port + 1, as sim --help says", () => {
+    expect(defaultStream("http://127.0.0.1:8000")).toBe("http://127.0.0.1:8001");
+    expect(defaultStream("http://h.example/rest/v0")).toBe("http://h.example:81");
+    expect(defaultStream("https://[::1]:8443/")).toBe("https://[::1]:8444");
+    const t = resolveTargets({ server: ["http://a:8000", "http://b:8100"], token: "t" }, {});
+    expect(t.targets.map((x) => x.streamUrl)).toEqual(["http://a:8001", "http://b:8101"]);
+    expect(resolveTargets({ server: ["http://a:8000"], stream: "http://cam:7000", token: "t" }, {}).targets[0]?.streamUrl).toBe("http://cam:7000");
+  });
+});
+
+describe("file descriptors", () => {
+  it("reads the limit and refuses a fleet that cannot fit, naming ulimit -n and the number", () => {
+    const limit = openFileLimit("Limit                     Soft Limit           Hard Limit           Units\nMax open files            1024                 4096                 files\n");
+    expect(limit).toEqual({ soft: 1024, hard: 4096 });
+    expect(fleetDoesNotFit(500, 1, limit)).toBeNull();
+    const need = descriptorsNeeded(20_000, 1);
+    expect(fleetDoesNotFit(20_000, 1, limit)).toContain(`\`ulimit -n ${need}\``);
+    expect(need).toBeGreaterThan(20_000);
+    expect(openFileLimit()?.soft).toBeGreaterThan(0);
+  });
+});
