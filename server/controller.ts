@@ -24,6 +24,7 @@ import { RateLimiter } from "./services/rate-limit.js";
 import { newToken } from "./services/secrets.js";
 import { openStore } from "./store/index.js";
 import type { Store } from "./store/types.js";
+import { StoreHealth } from "./services/store-health.js";
 
 export interface ServerOptions {
   host?: string;
@@ -119,6 +120,7 @@ export class BlockkitServer {
       activation: new Activation(store, bus, auth, log.child({ module: "srv:activation" }), { holdMs, awaitMs: 60_000 }, clock),
       devices: new DeviceService(store, commands),
       history: new HistoryService(store, clock),
+      storeHealth: new StoreHealth(clock),
     };
     this.services = {
       ...core,

@@ -48,3 +48,23 @@ export const conflict = (message: string): ServiceError => new ServiceError("CON
 export const unavailable = (message: string, cause?: unknown): ServiceError =>
   new ServiceError("UNAVAILABLE", message, { cause });
 export const timeout = (message: string): ServiceError => new ServiceError("TIMEOUT", message);
+
+/**
+ * Codes of a store that cannot write now: SQLite (disk full, I/O error, read-only file, a file it
+ * cannot open or read as a database) and PostgreSQL (class 53 insufficient resources, e.g. 53100
+ * disk_full; class 08 connection exceptions; 57P01-03 the server shutting down; 25006 read-only).
+ */
+const STORE_DOWN = /^(SQLITE_(FULL|IOERR|READONLY|CANTOPEN|CORRUPT|NOTADB)|53\d\d\d|08\d\d\d|57P0[123]|25006)/;
+
+/** The store failure behind `err` (itself or a cause), or null when it is something else. */
+export function storeFailure(err: unknown): { code: string; message: string } | null {
+  for (let e = err, depth = 0; e && typeof e === "object" && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && STORE_DOWN.test(code)) return { code, message: (e as Error).message };
+  }
+  return null;
+}
+
+/** The 503 for a write (or read) the store could not do: the same answer on every route. */
+export const storeUnavailable = (code: string, cause?: unknown): ServiceError =>
+  new ServiceError("UNAVAILABLE", `the store cannot write now (${code}${code === "SQLITE_FULL" || code === "53100" ? ": disk full" : ""}); nothing was stored, retry later`, { cause });

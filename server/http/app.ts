@@ -21,6 +21,7 @@ import { cameraRoutes } from "./camera.js";
 import { JSON_BODY_LIMIT, REST_PREFIX, SNAPSHOT_BODY_LIMIT } from "./constants.js";
 import { FastIngest, type RequestListener } from "./fast-ingest.js";
 import { MAX_JSON_DEPTH, SCHEMA_KEYWORDS, nestedDeeperThan } from "./schema-keywords.js";
+import type { StoreHealth } from "../services/store-health.js";
 
 export { JSON_BODY_LIMIT, REST_PREFIX, SNAPSHOT_BODY_LIMIT } from "./constants.js";
 
@@ -59,7 +60,7 @@ function serverWithLane(lane: FastIngest): FastifyServerFactory {
   };
 }
 
-function baseFastify(log: Logger, bodyLimit: number, serverFactory?: FastifyServerFactory): FastifyInstance {
+function baseFastify(log: Logger, bodyLimit: number, health: StoreHealth, serverFactory?: FastifyServerFactory): FastifyInstance {
   const app = Fastify({
     loggerInstance: log,
     ...(serverFactory ? { serverFactory } : {}),
@@ -96,7 +97,7 @@ function baseFastify(log: Logger, bodyLimit: number, serverFactory?: FastifyServ
   app.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string" }, (_request, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
-  installErrorHandling(app, bodyLimit);
+  installErrorHandling(app, bodyLimit, health);
   // Node's server.close() ends only the keep-alive connections idle at that moment. A response
   // finished later (a held poll answered at shutdown) would leave its connection open, and close()
   // waiting, for the whole keep-alive timeout (72 s): end such a connection once it is written.
@@ -117,14 +118,19 @@ function baseFastify(log: Logger, bodyLimit: number, serverFactory?: FastifyServ
 export function buildApiApp(s: Services): FastifyInstance {
   // Block events on a cached token skip fastify's per-request machinery (fast-ingest.ts).
   const lane = new FastIngest(s, () => app);
-  const app = baseFastify(s.log.child({ module: "srv:http" }), JSON_BODY_LIMIT, serverWithLane(lane));
+  const app = baseFastify(s.log.child({ module: "srv:http" }), JSON_BODY_LIMIT, s.storeHealth, serverWithLane(lane));
   app.addHook("preClose", (done) => {
     lane.close();
     done();
   });
   app.decorate("fastIngest", lane);
   installAuth(app, s);
-  app.get("/healthz", async () => ({ ok: true, heldPolls: s.commands.heldPolls, ingestQueue: s.ingest.depth }));
+  app.get("/healthz", async (_request, reply) => {
+    const store = s.storeHealth.state();
+    // 503 while the store cannot write: a load balancer or a probe sees it without reading the body.
+    if (!store.ok) void reply.code(503);
+    return { ok: store.ok, status: store.ok ? "ok" : "degraded", store, heldPolls: s.commands.heldPolls, ingestQueue: s.ingest.depth };
+  });
   serviceDeviceRoutes(app, s);
   fileHostAuthRoutes(app, s);
   void app.register(
@@ -147,9 +153,13 @@ export function buildApiApp(s: Services): FastifyInstance {
 
 /** The stream listener ({stream_url}): camera snapshots. */
 export function buildStreamApp(s: Services): FastifyInstance {
-  const app = baseFastify(s.log.child({ module: "srv:stream" }), SNAPSHOT_BODY_LIMIT);
+  const app = baseFastify(s.log.child({ module: "srv:stream" }), SNAPSHOT_BODY_LIMIT, s.storeHealth);
   installAuth(app, s);
-  app.get("/healthz", async () => ({ ok: true }));
+  app.get("/healthz", async (_request, reply) => {
+    const store = s.storeHealth.state();
+    if (!store.ok) void reply.code(503);
+    return { ok: store.ok, status: store.ok ? "ok" : "degraded", store };
+  });
   cameraRoutes(app, s);
   return app;
 }

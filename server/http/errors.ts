@@ -1,7 +1,8 @@
 /** The one place where errors become envelopes (DESIGN.md "Errors"). */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { fail } from "../../protocol/envelope.js";
-import { ServiceError } from "../errors.js";
+import { ServiceError, storeFailure, storeUnavailable } from "../errors.js";
+import type { StoreHealth } from "../services/store-health.js";
 
 const FASTIFY_STATUS: Record<string, number> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 413,
@@ -85,15 +86,25 @@ function drainRefusedBody(request: FastifyRequest, reply: FastifyReply): void {
   raw.resume();
 }
 
-export function installErrorHandling(app: FastifyInstance, bodyLimit: number): void {
+export function installErrorHandling(app: FastifyInstance, bodyLimit: number, health?: StoreHealth): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
-    const { status, message } = describe(err, bodyLimit);
+    // A store that cannot write is a 503 with the same message everywhere, whatever the route.
+    const store = storeFailure(err);
+    if (store) health?.failed(store);
+    const { status, message } = describe(store && !(err instanceof ServiceError) ? (storeUnavailable(store.code, err) as unknown as FastifyError) : err, bodyLimit);
     if (status >= 500) request.log.error({ err }, "request failed");
     else request.log.debug({ code: err.code, status, message }, "request refused");
     if (reply.sent || reply.raw.headersSent) return;
     if (status === 413 || (status >= 400 && status < 500 && !request.raw.complete)) drainRefusedBody(request, reply);
     void reply.code(status).send(fail(message));
   });
+  if (health) {
+    app.addHook("onResponse", (request, reply, done) => {
+      // A write answered 2xx was committed: the store writes again.
+      if (reply.statusCode < 300 && request.method !== "GET" && request.method !== "HEAD") health.wrote();
+      done();
+    });
+  }
   app.setNotFoundHandler((request, reply) => {
     void reply.code(404).send(fail(`no route ${request.method} ${request.url.split("?")[0]}`));
   });

@@ -25,7 +25,7 @@ import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { FastifyInstance } from "fastify";
 import { fail, ok } from "../../protocol/envelope.js";
 import { type DataEvent as DataEventBody, StrictEvents } from "../../protocol/payloads.js";
-import { ServiceError } from "../errors.js";
+import { ServiceError, storeFailure } from "../errors.js";
 import type { BlockPrincipal } from "../services/auth.js";
 import type { Services } from "../services/index.js";
 import type { IngestEvent } from "../store/types.js";
@@ -117,8 +117,13 @@ export class FastIngest {
         ? (body as DataEventBody[]).map((e) => toEvent(principal, kind, e, now))
         : [toEvent(principal, kind, body as DataEventBody, now)];
     this.s.ingest.submit(events).then(
-      () => this.send(res, 200, OK_BODY),
+      () => {
+        this.s.storeHealth.wrote();
+        this.send(res, 200, OK_BODY);
+      },
       (err: unknown) => {
+        const store = storeFailure(err);
+        if (store) this.s.storeHealth.failed(store);
         if (err instanceof ServiceError) {
           this.send(res, err.statusCode, JSON.stringify(fail(err.message)));
           return;

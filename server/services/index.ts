@@ -11,6 +11,7 @@ import type { HistoryService } from "./history.js";
 import type { Ingest } from "./ingest.js";
 import type { Accounts } from "./accounts/index.js";
 import type { RateLimiter } from "./rate-limit.js";
+import type { StoreHealth } from "./store-health.js";
 
 export interface ServerSettings {
   /** Longest hold of the commands long-poll and of activation, ms. */
@@ -38,4 +39,6 @@ export interface Services {
   history: HistoryService;
   /** Sub-devices, callbacks delivery, rules and the camera (issue 3). */
   automation: Automation;
+  /** Whether the store writes, for /healthz (store-health.ts). */
+  storeHealth: StoreHealth;
 }

@@ -1,6 +1,7 @@
 /** Browser sessions, OAuth applications and codes, and server keys on SQLite. */
 import type { Database } from "better-sqlite3";
 import type { KeysRepo, OAuthAppRow, OAuthAppsRepo, OAuthCodeRow, OAuthCodesRepo, SessionRow, SessionsRepo } from "../types.js";
+import { returning } from "./returning.js";
 
 export function sessionsRepo(db: Database): SessionsRepo {
   const insert = db.prepare("INSERT INTO sessions (hash, user_id, created, expires) VALUES (@hash, @user_id, @created, @expires)");
@@ -59,7 +60,7 @@ export function oauthCodesRepo(db: Database): OAuthCodesRepo {
   const prune = db.prepare("DELETE FROM oauth_codes WHERE expires <= ?");
   // One statement decides: two concurrent exchanges of one code cannot both see it unused.
   const consume = db.transaction((hash: string): { row: OAuthCodeRow; replayed: boolean } | null => {
-    const fresh = toCode(markUsed.get(hash) as CodeRecord | undefined);
+    const fresh = toCode(returning<CodeRecord>(markUsed, hash));
     if (fresh) return { row: fresh, replayed: false };
     const old = toCode(find.get(hash) as CodeRecord | undefined);
     return old ? { row: old, replayed: true } : null;

@@ -2,6 +2,7 @@
 import type { Database, Statement } from "better-sqlite3";
 import type { BlockRow, BlocksRepo, TokenMatch, TokenRow, TokensRepo, UserRow, UsersRepo } from "../types.js";
 import type { StoreCache } from "./cache.js";
+import { returning } from "./returning.js";
 
 
 export function usersRepo(db: Database): UsersRepo {
@@ -12,7 +13,7 @@ export function usersRepo(db: Database): UsersRepo {
   const setPassword = db.prepare("UPDATE users SET password_hash = ? WHERE id = ?");
   return {
     async create(name, passwordHash, now) {
-      return insert.get(name, passwordHash, now) as UserRow;
+      return returning<UserRow>(insert, name, passwordHash, now) as UserRow;
     },
     async byName(name) {
       return (byName.get(name) as UserRow | undefined) ?? null;
@@ -103,7 +104,7 @@ export function blocksRepo(db: Database, cache: StoreCache, tokens: TokenWrites)
   const setPending = db.prepare("UPDATE blocks SET token_pending_until = ? WHERE node_id = ?");
   // The direct flow's claim and its new token: one transaction, so one flush per activation.
   const claimWithToken = db.transaction((nodeId: string, userId: number, now: number, row: TokenRow) => {
-    const block = claim.get({ node: nodeId, user: userId, now, pending: null }) as BlockRow;
+    const block = returning<BlockRow>(claim, { node: nodeId, user: userId, now, pending: null }) as BlockRow;
     const revoked = tokens.revoke({ node_id: nodeId, kind: "block" });
     tokens.insert(row);
     return { block, revoked };
@@ -131,7 +132,7 @@ export function blocksRepo(db: Database, cache: StoreCache, tokens: TokenWrites)
       return list.all(userId) as BlockRow[];
     },
     async claim(nodeId, userId, now, pendingUntil) {
-      return claim.get({ node: nodeId, user: userId, now, pending: pendingUntil }) as BlockRow;
+      return returning<BlockRow>(claim, { node: nodeId, user: userId, now, pending: pendingUntil }) as BlockRow;
     },
     async claimWithToken(nodeId, userId, now, token) {
       return claimWithToken(nodeId, userId, now, token);

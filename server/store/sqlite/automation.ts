@@ -15,6 +15,7 @@ import type {
   SubDeviceRow,
   SubDevicesRepo,
 } from "../types.js";
+import { returning } from "./returning.js";
 
 const YEAR = "CAST(strftime('%Y', ts / 1000, 'unixepoch') AS INTEGER)";
 const MONTH_INDEX = `(${YEAR} * 12 + CAST(strftime('%m', ts / 1000, 'unixepoch') AS INTEGER) - 1)`;
@@ -47,7 +48,7 @@ export function subDevicesRepo(db: Database): SubDevicesRepo {
 
   return {
     async add(row) {
-      return add.get(row) as SubDeviceRow;
+      return returning<SubDeviceRow>(add, row) as SubDeviceRow;
     },
     async get(deviceId, sid) {
       return (get.get(deviceId, sid) as SubDeviceRow | undefined) ?? null;
@@ -157,7 +158,7 @@ export function rulesRepo(db: Database): RulesRepo {
   });
   return {
     async create(row) {
-      return toRule(create.get(fromRule(row)) as RuleRecord);
+      return toRule(returning<RuleRecord>(create, fromRule(row)) as RuleRecord);
     },
     async get(id) {
       const r = get.get(id) as RuleRecord | undefined;
@@ -200,7 +201,7 @@ export function snapshotsRepo(db: Database): SnapshotsRepo {
   const get = db.prepare("SELECT * FROM camera_snapshots WHERE device_id = ?");
   return {
     async put(deviceId, contentType, body, now) {
-      return (put.get(deviceId, contentType, body, now) as { seq: number }).seq;
+      return (returning<{ seq: number }>(put, deviceId, contentType, body, now) as { seq: number }).seq;
     },
     async get(deviceId) {
       return (get.get(deviceId) as SnapshotRow | undefined) ?? null;

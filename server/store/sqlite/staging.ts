@@ -114,7 +114,8 @@ export class ReadingsStaging {
   /** Stops the timer and moves what is left (before the database is closed). */
   close(): void {
     if (this.timer) clearInterval(this.timer);
-    if (this.db.open) this.flush();
+    // On a full disk the rows stay staged (committed there): the next start moves them.
+    this.background();
   }
 
   private background(): void {
