@@ -7,6 +7,7 @@
  * The exchange itself goes through a BlockTransport (./transport.ts): node:http by default (the
  * gateway), undici when a dispatcher is given (the simulator). undici is loaded only then.
  */
+import { isNodeId } from "./guid.js";
 import type { Dispatcher } from "undici";
 import type { CommandsResponse, Command } from "./payloads.js";
 import { type BlockTransport, NodeHttpTransport } from "./transport.js";
@@ -87,7 +88,7 @@ export class BlockClient {
 
   constructor(o: BlockClientOptions) {
     if (!/^https?:\/\//.test(o.baseUrl)) throw new TypeError(`BlockClient: baseUrl must be an http(s) URL, got "${o.baseUrl}"`);
-    if (!/^[A-Za-z0-9]{12,64}$/.test(o.nodeId)) throw new TypeError(`BlockClient: nodeId must be 12-64 alphanumerics, got "${o.nodeId}"`);
+    if (!isNodeId(o.nodeId)) throw new TypeError(`BlockClient: nodeId must be 12-64 alphanumerics, got "${o.nodeId}"`);
     this.nodeId = o.nodeId;
     this.base = o.baseUrl.replace(/\/+$/, "");
     this.stream = o.streamUrl?.replace(/\/+$/, "");

@@ -5,6 +5,7 @@
  * the gateway publishes commands to `<prefix>/<G>_<V>_<D>/command` (QoS 1, never retained) and its
  * own state to `<prefix>/gateway/status` (`online`/`offline`, retained; `offline` is the last will).
  */
+import { DEVICE_KEY_RE } from "./guid.js";
 
 export const DEFAULT_MQTT_PREFIX = "blockkit";
 export type NodeTopicKind = "data" | "heartbeat" | "config";
@@ -42,7 +43,7 @@ export function parseNodeTopic(prefix: string, topic: string): NodeTopic | null 
   if (rest.length !== 2) return null;
   const [dev, kind] = rest as [string, string];
   if (kind !== "data" && kind !== "heartbeat" && kind !== "config") return null;
-  const m = /^([A-Za-z0-9]{1,32})_(\d{1,9})_(\d{1,9})$/.exec(dev);
+  const m = DEVICE_KEY_RE.exec(dev);
   if (!m) return null;
   return { G: m[1] as string, V: Number(m[2]), D: Number(m[3]), kind };
 }

@@ -3,7 +3,7 @@
  * The server validates with them; the gateway, simulator and CLI import the types.
  */
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
-import { NODE_ID_PATTERN } from "./guid.js";
+import { NODE_ID_PATTERN, PORT_PATTERN } from "./guid.js";
 
 /** Largest DA accepted, in characters. */
 export const MAX_DA_LENGTH = 4096;
@@ -11,7 +11,7 @@ export const MAX_DA_LENGTH = 4096;
 export const MIN_TIMESTAMP = 946_684_800_000;
 export const MAX_TIMESTAMP = 7_258_118_400_000;
 
-const Port = Type.Union([Type.String({ pattern: "^[A-Za-z0-9]{1,32}$" }), Type.Integer({ minimum: 0, maximum: 2 ** 31 })], {
+const Port = Type.Union([Type.String({ pattern: PORT_PATTERN }), Type.Integer({ minimum: 0, maximum: 2 ** 31 })], {
   description: "port G: alphanumeric; a number is accepted and stored as a string",
 });
 /** Largest V and D. */

@@ -7,6 +7,7 @@
  * Gateway -> node: `{"DEVICE":[{G,V,D,DA}]}`; the firmware version is asked with D 1003, DA `VNO`.
  * DA is always carried as a string: RF 433 codes (bit strings or hex packets) pass through untouched.
  */
+import { isPort } from "./guid.js";
 
 export interface NodeDevice {
   G: string;
@@ -80,7 +81,7 @@ function toDevice(e: unknown, needDA: boolean): NodeDevice | string {
   if (typeof e !== "object" || e === null) return "not an object";
   const o = e as Record<string, unknown>;
   const G = typeof o.G === "number" && Number.isInteger(o.G) && o.G >= 0 ? String(o.G) : o.G;
-  if (typeof G !== "string" || !/^[A-Za-z0-9]{1,32}$/.test(G)) return "G must be 1-32 alphanumerics";
+  if (typeof G !== "string" || !isPort(G)) return "G must be 1-32 alphanumerics";
   const V = Number(o.V);
   const D = Number(o.D);
   if (!Number.isInteger(V) || V < 0) return "V must be a whole number";

@@ -27,6 +27,7 @@ import { EventEmitter } from "node:events";
 import pino, { type Logger } from "pino";
 import type { Dispatcher } from "undici";
 import { BlockClient, type BlockClientError } from "../../protocol/block-client.js";
+import { isPort } from "../../protocol/guid.js";
 import { MAX_DA_LENGTH } from "../../protocol/payloads.js";
 import { Activator } from "./activator.js";
 import { Backoff, type BackoffOptions } from "./backoff.js";
@@ -88,7 +89,6 @@ export interface AgentStats extends RouterCounters {
   lastServerContact: number | null;
 }
 
-const G_RE = /^[A-Za-z0-9]{1,32}$/;
 
 export class BlockAgent extends EventEmitter {
   readonly nodeId: string;
@@ -304,7 +304,7 @@ export class BlockAgent extends EventEmitter {
 
 function invalid(r: Reading): string | null {
   if (!r || typeof r !== "object") return "not an object";
-  if (typeof r.G !== "string" || !G_RE.test(r.G)) return "G must be 1-32 alphanumerics";
+  if (typeof r.G !== "string" || !isPort(r.G)) return "G must be 1-32 alphanumerics";
   if (!Number.isInteger(r.V) || r.V < 0 || r.V > 999_999_999) return "V must be a whole number";
   if (!Number.isInteger(r.D) || r.D < 0 || r.D > 999_999_999) return "D must be a whole number";
   if (typeof r.DA !== "string" || r.DA.length > MAX_DA_LENGTH) return `DA must be a string of at most ${MAX_DA_LENGTH} characters`;

@@ -3,7 +3,7 @@
  * holds the same shape; flags and BLOCKKIT_* environment variables override it (config.ts).
  */
 import { type Static, Type } from "@sinclair/typebox";
-import { NODE_ID_PATTERN } from "../../protocol/guid.js";
+import { NODE_ID_PATTERN, PORT_PATTERN } from "../../protocol/guid.js";
 
 const Url = Type.String({ pattern: "^https?://[^\\s]+$", description: "http(s) URL" });
 const Port = Type.Integer({ minimum: 0, maximum: 65535 });
@@ -59,7 +59,7 @@ export const MqttConfig = Type.Object(
 export const CameraConfig = Type.Object(
   {
     /** Port G of the camera device (D 1004). Default `0`. */
-    G: Type.String({ pattern: "^[A-Za-z0-9]{1,32}$", default: "0" }),
+    G: Type.String({ pattern: PORT_PATTERN, default: "0" }),
     /** Exactly one source: an HTTP snapshot URL, a command writing a JPEG to stdout, or a file. */
     url: Type.Optional(Url),
     command: Type.Optional(Type.String({ minLength: 1 })),

@@ -32,13 +32,6 @@ declare module "fastify" {
   }
 }
 
-/** Query parameters that carry credentials; never logged. */
-const SECRET_PARAMS = /([?&](?:user_access_token|access_token|client_secret|code|token)=)[^&]*/g;
-
-export function redactUrl(url: string): string {
-  return url.replace(SECRET_PARAMS, "$1[redacted]");
-}
-
 /**
  * The HTTP server fastify would make (fastify.js getServerInstance, HTTP/1 branch), with a lane in
  * front of fastify's request listener.
@@ -106,7 +99,7 @@ function baseFastify(log: Logger, bodyLimit: number, health: StoreHealth, server
     closing = true;
     done();
   });
-  app.addHook("onResponse", (request, _reply, done) => {
+  app.addHook("onResponse", function endConnectionWhenClosing(request, _reply, done) {
     const socket = request.raw.socket as { end?: () => void } | undefined; // inject()'s mock socket has no end()
     if (closing && typeof socket?.end === "function") socket.end();
     done();

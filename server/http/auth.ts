@@ -47,7 +47,7 @@ export function isConstrainedClient(headers: IncomingHttpHeaders): boolean {
 export function installAuth(app: FastifyInstance, s: Services): void {
   app.decorateRequest("principal", null);
   app.decorateRequest("blockPrincipal", null);
-  app.addHook("onRequest", async (request) => {
+  app.addHook("onRequest", async function authenticate(request) {
     const mode = request.routeOptions.config.auth;
     if (mode === "user") {
       request.principal = await s.auth.user(request.query as Record<string, unknown>);

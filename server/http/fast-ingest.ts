@@ -29,6 +29,7 @@ import { ServiceError, storeFailure } from "../errors.js";
 import type { BlockPrincipal } from "../services/auth.js";
 import type { Services } from "../services/index.js";
 import type { IngestEvent } from "../store/types.js";
+import { NODE_ID_SOURCE } from "../../protocol/guid.js";
 import { JSON_BODY_LIMIT, REST_PREFIX } from "./constants.js";
 import { blockToken } from "./auth.js";
 import { toEvent } from "./block-events.js";
@@ -37,7 +38,7 @@ import { MAX_JSON_DEPTH, nestedDeeperThan } from "./schema-keywords.js";
 type Kind = IngestEvent["kind"];
 export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
-const ROUTE = new RegExp(`^${REST_PREFIX}/block/([A-Za-z0-9]{12,64})/(data|heartbeat|config)$`);
+const ROUTE = new RegExp(`^${REST_PREFIX}/block/(${NODE_ID_SOURCE})/(data|heartbeat|config)$`);
 const CHECKS = {
   data: TypeCompiler.Compile(StrictEvents.DataEvent),
   heartbeat: TypeCompiler.Compile(StrictEvents.HeartbeatBody),
@@ -47,6 +48,18 @@ const OK_BODY = JSON.stringify(ok());
 const JSON_TYPE = "application/json; charset=utf-8";
 /** Response headers of an injected answer that describe the connection, not the answer. */
 const HOP_HEADERS = new Set(["connection", "keep-alive", "transfer-encoding", "date"]);
+
+/**
+ * The API app's hooks on the block-event routes, each of which this lane does itself: a hook added
+ * to the app must be mirrored here too (a test compares this list with the app's routes).
+ * - onRequest `authenticate`: the block token from the cache (`cachedBlock`) and the rate limit
+ *   (`tryTake`); anything else (no cached token, an empty bucket) goes to fastify.
+ * - onResponse `endConnectionWhenClosing`: `connection: close` on every answer once closing.
+ */
+export const MIRRORED_HOOKS: Readonly<Record<string, readonly string[]>> = {
+  onRequest: ["authenticate"],
+  onResponse: ["endConnectionWhenClosing"],
+};
 
 export class FastIngest {
   private closing = false;
@@ -103,11 +116,11 @@ export class FastIngest {
       if (nestedDeeperThan(text, MAX_JSON_DEPTH)) throw new Error("replay");
       body = JSON.parse(text);
     } catch {
-      this.replay(req, res, text);
+      this.replay(req, res, principal, text);
       return;
     }
     if (!CHECKS[kind].Check(body)) {
-      this.replay(req, res, text);
+      this.replay(req, res, principal, text);
       return;
     }
     this.stats.taken++;
@@ -143,9 +156,13 @@ export class FastIngest {
     res.end(body);
   }
 
-  /** Answers through fastify's full path, with the body already read. */
-  private replay(req: IncomingMessage, res: ServerResponse, text: string): void {
+  /**
+   * Answers through fastify's full path, with the body already read. Fastify's `authenticate`
+   * charges the rate limit again, so the lane gives back the request it took.
+   */
+  private replay(req: IncomingMessage, res: ServerResponse, principal: BlockPrincipal, text: string): void {
     this.stats.replayed++;
+    this.s.rateLimiter.giveBack(principal.tokenHash);
     this.app()
       .inject({ method: "POST", url: req.url as string, headers: req.headers, payload: text })
       .then(

@@ -33,6 +33,15 @@ export class RateLimiter {
     if (!this.tryTake(key)) throw new ServiceError("RATE_LIMITED", "rate limit exceeded for this credential; slow down");
   }
 
+  /**
+   * Gives back one request taken from the key's bucket, for a request that will be charged again on
+   * another path (the fast ingest lane's replay through fastify), so that it is charged once.
+   */
+  giveBack(key: string): void {
+    const b = this.buckets.get(key);
+    if (b) b.tokens = Math.min(this.options.burst, b.tokens + 1);
+  }
+
   /** Takes one request from the key's bucket; false (and nothing taken) when it is empty. */
   tryTake(key: string): boolean {
     if (this.options.perSecond <= 0) return true;

@@ -2,6 +2,7 @@
  * Loading a scenario: YAML or JSON text -> defaults applied -> validated, with every problem listed
  * as `path: message` -> device types resolved -> frozen. Also builds a scenario from flags.
  */
+import { isNodeId } from "../../protocol/guid.js";
 import { readFileSync } from "node:fs";
 import { Value } from "@sinclair/typebox/value";
 import { parse as parseYaml } from "yaml";
@@ -117,7 +118,7 @@ export function validateScenario(doc: unknown): LoadedScenario {
     if (!/\{index(:\d+)?\}/.test(b.node_id) && count > 1) problems.push("blocks.node_id: needs {index} when count > 1");
     else {
       const sample = nodeIdFor(b.node_id, seed, Math.max(0, count - 1));
-      if (!/^[A-Za-z0-9]{12,64}$/.test(sample)) problems.push(`blocks.node_id: gives "${sample}", not 12-64 letters and digits`);
+      if (!isNodeId(sample)) problems.push(`blocks.node_id: gives "${sample}", not 12-64 letters and digits`);
     }
   }
   const chaos = Array.isArray(withDefaults.chaos) ? withDefaults.chaos : [];

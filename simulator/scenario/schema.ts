@@ -3,6 +3,7 @@
  * Value generators are validated separately, per `kind`, so that an error names the exact field
  * of the generator at fault instead of "no union variant matched".
  */
+import { PORT_PATTERN } from "../../protocol/guid.js";
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 
 const Seconds = (description: string, minimum = 0) => Type.Number({ minimum, description });
@@ -87,7 +88,7 @@ export const DeviceSpec = Type.Object(
     V: Type.Optional(Type.Integer({ minimum: 0, maximum: 999_999_999 })),
     D: Type.Optional(Type.Integer({ minimum: 0, maximum: 999_999_999 })),
     /** First port; devices of one entry with count > 1 take consecutive ports. */
-    G: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9]{1,32}$" })),
+    G: Type.Optional(Type.String({ pattern: PORT_PATTERN })),
     count: Type.Integer({ minimum: 1, maximum: 1000, default: 1 }),
     /** Periodic readings per second for periodic generators (sine, walk, constant). */
     rate: Type.Number({ minimum: 0, maximum: 1000, default: 1 }),
