@@ -5,10 +5,12 @@
  */
 import { Command, CommanderError } from "commander";
 import { ApiError } from "../protocol/api-client.js";
+import { BLOCKKIT_VERSION } from "../protocol/version.js";
 import { registerApi } from "./api/index.js";
-import { CliError, type CliIO } from "./api/context.js";
+import { CliError, type CliIO, commandPath } from "./api/context.js";
 import { registerApps } from "./apps.js";
 import { registerGateway } from "./gateway.js";
+import { teach } from "./help.js";
 import { registerServer } from "./server.js";
 import { registerSim } from "./sim.js";
 
@@ -28,19 +30,25 @@ export const processIO: CliIO = {
   readStdin: () => readAll(process.stdin),
 };
 
+/** The command whose action is running, per program: its path prefixes the errors it throws. */
+const running = new WeakMap<Command, string>();
+
 export function buildProgram(io: CliIO = processIO): Command {
   const program = new Command();
-  program.name("blockkit").description("blockkit: block service, gateway, fleet simulator and API client").version("0.1.0");
+  program.name("blockkit").description("blockkit: block service, gateway, fleet simulator and API client").version(BLOCKKIT_VERSION);
   // Set before the commands are added: sub-commands copy these settings when they are created.
   program.exitOverride();
   program.configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   program.configureHelp({ showGlobalOptions: true });
-  program.showHelpAfterError();
   registerApps(program);
   registerServer(program);
   registerGateway(program);
   registerSim(program);
   registerApi(program, io);
+  teach(program, io.stderr);
+  program.hook("preAction", (_root, action) => {
+    running.set(program, commandPath(action));
+  });
   return program;
 }
 
@@ -66,7 +74,9 @@ export async function runCli(argv: string[], io: CliIO = processIO, program: Com
     const tokenAt = argv.indexOf("--token");
     const inline = argv.find((a) => a.startsWith("--token="))?.slice("--token=".length);
     const token = tokenAt >= 0 ? argv[tokenAt + 1] : (inline ?? io.env.BLOCKKIT_TOKEN);
-    io.stderr(`blockkit: ${describe(err, token)}\n`);
+    const command = running.get(program);
+    const hint = err instanceof CliError && err.exitCode === 2 && command ? ` (see '${command} --help')` : "";
+    io.stderr(`${err instanceof CliError && command ? command : "blockkit"}: ${describe(err, token)}${hint}\n`);
     return err instanceof CliError ? err.exitCode : 1;
   }
 }

@@ -16,6 +16,7 @@ import type {
   RuleBody,
   RuleJson,
   SubDeviceCreate,
+  UserJson,
 } from "./api-types.js";
 import type { Envelope } from "./envelope.js";
 
@@ -124,6 +125,11 @@ export class ApiClient {
 
   private async done(method: Dispatcher.HttpMethod, path: string, body?: unknown): Promise<void> {
     await this.call<Envelope>(method, path, body);
+  }
+
+  /** GET /user: who the credential belongs to and the server's version (checks a token). */
+  user(): Promise<UserJson> {
+    return this.data("GET", "/user");
   }
 
   // Devices

@@ -74,3 +74,11 @@ export interface BlockJson {
 export type RuleJson = AutomationRuleJson & { history?: RuleRunJson[] };
 /** The body the service POSTs to a callback URL (DESIGN.md "Callbacks"). */
 export type CallbackDelivery = CallbackPayload;
+
+/** GET /user (this implementation's own route): who the credential belongs to, and the server's version. */
+export interface UserJson {
+  name: string;
+  /** `user`: a personal access token; `oauth`: an OAuth application's access token. */
+  credential: "user" | "oauth";
+  version: string;
+}

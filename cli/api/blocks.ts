@@ -1,11 +1,12 @@
 /** `blockkit blocks` (list), `blocks claim|show|rm NODEID`. */
 import type { Command } from "commander";
 import type { BlockJson } from "../../protocol/api-types.js";
+import { writeCache } from "../config.js";
 import { nodeId } from "./args.js";
-import { type CliIO, apiAction, apiOptions, table, when } from "./context.js";
+import { type CliIO, apiAction, apiOptions, shortWhen, table } from "./context.js";
 
 function blockRow(id: string, b: BlockJson): string[] {
-  return [id, b.short_name || "-", when(b.date_created), when(b.last_active)];
+  return [id, b.short_name || "-", shortWhen(b.date_created), shortWhen(b.last_active)];
 }
 
 export function registerBlocks(program: Command, io: CliIO): void {
@@ -13,6 +14,7 @@ export function registerBlocks(program: Command, io: CliIO): void {
   blocks.action(
     apiAction(io, async (ctx) => {
       const all = await ctx.client.blocks();
+      writeCache(io.env, "nodeids", Object.keys(all).sort());
       ctx.print(all, () => {
         const rows = Object.entries(all)
           .sort(([a], [b]) => a.localeCompare(b))

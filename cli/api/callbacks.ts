@@ -18,14 +18,16 @@ export function registerCallbacks(program: Command, io: CliIO): void {
     );
   callbacks
     .command("set")
-    .description("set (or replace) the device's callback URL")
+    .description("set (or replace) the device's callback URL; prints the secret its deliveries are signed with")
     .argument("<guid>", "device GUID", guid)
     .argument("<url>", "http or https URL", url)
     .action(
       apiAction(io, async (ctx, id: string, target: string) => {
         if (!/^https?:$/.test(new URL(target).protocol)) throw new CliError(`"${target}" is not an http or https URL`);
         await ctx.client.setCallback(id, target);
-        ctx.done(`callback of ${id} set to ${target}`);
+        // The secret is the one to check the x-blockkit-signature header with: show it where it was set.
+        const cb = await ctx.client.callback(id);
+        ctx.print(cb, () => [`callback of ${id} set to ${cb.url}`, ...(cb.secret === undefined ? [] : [`secret  ${cb.secret}`])]);
       }),
     );
   callbacks

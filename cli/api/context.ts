@@ -1,11 +1,12 @@
 /**
- * What every API command shares: the injected I/O, the --server/--token/--json options with their
- * BLOCKKIT_SERVER/BLOCKKIT_TOKEN fallbacks, the typed client, and the printing of results.
+ * What every API command shares: the injected I/O, the --server/--token/--profile options with
+ * their environment and profile fallbacks (cli/target.ts), -o table|json|yaml, the typed client, and
+ * the printing of results.
  */
-import type { Command } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
+import { stringify } from "yaml";
 import { ApiClient } from "../../protocol/api-client.js";
-import { url } from "../options.js";
-import { restRoot } from "../sim-target.js";
+import { type Target, type TargetFlags, normalizeServer, resolveTarget, restRoot } from "../target.js";
 
 /** Where a command writes and what it reads; the real process's by default, injected in tests. */
 export interface CliIO {
@@ -16,64 +17,74 @@ export interface CliIO {
   readStdin(): Promise<string>;
 }
 
-/** A refusal of the command line's own input (exit code 2) or a failure with its own code. */
-export class CliError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode = 2,
-  ) {
-    super(message);
-    this.name = "CliError";
-  }
-}
+export { CliError } from "../errors.js";
 
-export interface ApiFlags {
-  server?: string;
-  token?: string;
+export const OUTPUTS = ["table", "json", "yaml"] as const;
+export type Output = (typeof OUTPUTS)[number];
+
+export interface ApiFlags extends TargetFlags {
+  output?: Output;
   json?: boolean;
   stream?: string;
 }
 
-/** Adds --server, --token and --json to a command group; its sub-commands read them with optsWithGlobals(). */
-export function apiOptions(cmd: Command): Command {
-  return cmd
-    .option("--server <url>", "server root or REST root, http://HOST:PORT[/rest/v0] (default: $BLOCKKIT_SERVER)", url)
-    .option("--token <token>", "user access token (default: $BLOCKKIT_TOKEN)")
-    .option("--json", "print the raw `data` of the answer as JSON");
+/** A --server value: a URL, or HOST:PORT taken as http. */
+export function serverOption(value: string): string {
+  try {
+    return normalizeServer(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
 }
 
-/** The context of one API command: its client, its output mode and its writers. */
+export function outputOption(value: string): Output {
+  if (!(OUTPUTS as readonly string[]).includes(value)) throw new InvalidArgumentError(`"${value}" is not one of ${OUTPUTS.join(", ")}`);
+  return value as Output;
+}
+
+/** Adds --server, --token, --profile, -o/--output and --json to a command; its sub-commands read them with optsWithGlobals(). */
+export function apiOptions(cmd: Command): Command {
+  return cmd
+    .option("--server <url>", "server root or REST root, http://HOST:PORT[/rest/v0] (default: $BLOCKKIT_SERVER, then the profile's)", serverOption)
+    .option("--token <token>", "user access token (default: $BLOCKKIT_TOKEN, then the profile's)")
+    .option("--profile <name>", "the profile to use (default: $BLOCKKIT_PROFILE, then the current one)")
+    .option("-o, --output <format>", `output format: ${OUTPUTS.join(", ")}`, outputOption)
+    .option("--json", "the same as -o json: the raw `data` of the answer");
+}
+
+/** The context of one API command: its client, its target, its output mode and its writers. */
 export class ApiContext {
   readonly client: ApiClient;
-  readonly json: boolean;
+  readonly output: Output;
+  readonly target: Target;
 
   constructor(
     readonly io: CliIO,
     flags: ApiFlags,
   ) {
-    const server = flags.server ?? io.env.BLOCKKIT_SERVER;
-    const token = flags.token ?? io.env.BLOCKKIT_TOKEN;
-    if (!server) throw new CliError("give --server URL or set BLOCKKIT_SERVER (the server's root or REST root)");
-    try {
-      url(server);
-    } catch (err) {
-      throw new CliError(`${flags.server ? "--server" : "BLOCKKIT_SERVER"}: ${(err as Error).message}`);
-    }
-    if (!token) throw new CliError("give --token T or set BLOCKKIT_TOKEN (a user access token)");
-    this.json = flags.json === true;
-    this.client = new ApiClient({ baseUrl: restRoot(server), streamUrl: flags.stream, token });
+    this.target = resolveTarget(flags, io.env, (line) => io.stderr(`${line}\n`));
+    this.output = flags.json === true ? "json" : (flags.output ?? "table");
+    this.client = new ApiClient({ baseUrl: restRoot(this.target.server), streamUrl: flags.stream, token: this.target.token });
   }
 
-  /** Prints `data` as JSON with --json, otherwise the readable lines. */
+  /** Prints `data` as JSON or YAML with -o, otherwise the readable lines. */
   print(data: unknown, human: () => string[]): void {
-    if (this.json) this.io.stdout(`${JSON.stringify(data ?? null)}\n`);
-    else for (const line of human()) this.io.stdout(`${line}\n`);
+    this.io.stdout(render(this.output, data, human));
   }
 
-  /** A command that answers no data: `null` with --json, the confirmation line otherwise. */
+  /** A command that answers no data: `null` with -o json|yaml, the confirmation line otherwise. */
   done(line: string): void {
     this.print(null, () => [line]);
   }
+}
+
+/** The text of `data` in an output format; `human` gives the table's lines. */
+export function render(output: Output, data: unknown, human: () => string[]): string {
+  if (output === "json") return `${JSON.stringify(data ?? null)}\n`;
+  if (output === "yaml") return stringify(data ?? null);
+  return human()
+    .map((line) => `${line}\n`)
+    .join("");
 }
 
 /** The action of an API sub-command: `run` gets the context (from the flags of the command and its parents), the arguments and the command's own options. */
@@ -88,17 +99,50 @@ export function apiAction<A extends unknown[]>(
   };
 }
 
+/** `blockkit device data` for the command `data` under `device`. */
+export function commandPath(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c; c = c.parent) names.unshift(c.name());
+  return names.join(" ");
+}
+
 /** Epoch ms as ISO text, or "-" when absent. */
 export function when(ms: number | null | undefined): string {
   return typeof ms === "number" && Number.isFinite(ms) ? new Date(ms).toISOString() : "-";
 }
 
-/** Left-aligned columns separated by two spaces; the header row first. */
-export function table(header: string[], rows: string[][]): string[] {
+/** Epoch ms as `YYYY-MM-DD HH:MM:SS` (UTC) for tables, or "-" when absent. */
+export function shortWhen(ms: number | null | undefined): string {
+  return typeof ms === "number" && Number.isFinite(ms) ? new Date(ms).toISOString().slice(0, 19).replace("T", " ") : "-";
+}
+
+/** The width tables fit in: an 80-column terminal. */
+export const TABLE_WIDTH = 80;
+
+function clip(text: string, width: number): string {
+  return text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`;
+}
+
+/**
+ * Left-aligned columns separated by two spaces; the header row first. When the rows are wider than
+ * `width`, the widest column other than the first (the id to copy) is narrowed, its cells clipped
+ * with "…", until they fit or every such column is down to 8.
+ */
+export function table(header: string[], rows: string[][], width = TABLE_WIDTH): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const total = (): number => widths.reduce((a, b) => a + b, 0) + 2 * (widths.length - 1);
+  while (total() > width) {
+    let widest = -1;
+    for (let i = 1; i < widths.length; i++) if ((widths[i] ?? 0) > 8 && (widest < 0 || (widths[i] ?? 0) > (widths[widest] ?? 0))) widest = i;
+    if (widest < 0) break;
+    widths[widest] = Math.max(8, (widths[widest] ?? 0) - (total() - width));
+  }
   const line = (cells: string[]): string =>
     cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .map((c, i) => {
+        const w = widths[i] ?? 0;
+        return i === cells.length - 1 ? clip(c, w) : clip(c, w).padEnd(w);
+      })
       .join("  ")
       .trimEnd();
   return [line(header), ...rows.map(line)];

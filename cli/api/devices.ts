@@ -1,12 +1,14 @@
 /** `blockkit devices` (list) and `blockkit device show|set|rm|heartbeat|data GUID`. */
 import type { Command } from "commander";
 import type { DataPoint, DeviceJson, HistoryParams } from "../../protocol/api-types.js";
+import { writeCache } from "../config.js";
 import { foldFn, guid, interval, moment } from "./args.js";
-import { type ApiContext, CliError, type CliIO, apiAction, apiOptions, table, when } from "./context.js";
+import { chart } from "./chart.js";
+import { type ApiContext, CliError, type CliIO, apiAction, apiOptions, shortWhen, table, when } from "./context.js";
 
-function lastData(d: DeviceJson): { value: string; time: string } {
-  const last = d.last_data as { DA?: string | number; timestamp?: number };
-  return { value: last.DA === undefined ? "-" : String(last.DA), time: when(last.timestamp) };
+function lastData(d: DeviceJson, format: (ms: number | null | undefined) => string = when): { value: string; time: string } {
+  const last = d.last_data as { DA?: string | number | null; timestamp?: number | null };
+  return { value: last.DA === undefined || last.DA === null ? "-" : String(last.DA), time: format(last.timestamp) };
 }
 
 export function deviceLines(id: string, d: DeviceJson): string[] {
@@ -31,13 +33,14 @@ interface HistoryFlags {
   to?: number;
   interval?: string;
   fn?: HistoryParams["fn"];
+  chart?: boolean;
 }
 
 /** Adds --from/--to/--interval (and --fn when asked) to a history command. */
 export function historyOptions(cmd: Command, withFn: boolean): Command {
   cmd
-    .option("--from <time>", "start, epoch ms or ISO 8601", moment)
-    .option("--to <time>", "end, epoch ms or ISO 8601", moment)
+    .option("--from <time>", "start: -30m, -24h, -7d (before now), epoch ms or ISO 8601 (default: 24 h before --to)", (v) => moment(v))
+    .option("--to <time>", "end: now, -1h, epoch ms or ISO 8601 (default: now)", (v) => moment(v))
     .option("--interval <interval>", "bucket width, e.g. 1hour, 15min, 1day", interval);
   if (withFn) cmd.option("--fn <fn>", "folding function of each bucket: mean, sum, min, max, stddev, ss, count", foldFn);
   return cmd;
@@ -50,15 +53,21 @@ export function historyParams(flags: HistoryFlags): HistoryParams {
   return { from: flags.from, to: flags.to, interval: flags.interval, fn: flags.fn };
 }
 
+/** The points as a table, and with --chart a chart under it (tables only: -o json|yaml stay data). */
+export function printPoints(ctx: ApiContext, points: DataPoint[], withChart: boolean): void {
+  ctx.print(points, () => [...pointLines(points), ...(withChart && points.length > 0 ? ["", ...chart(points)] : [])]);
+}
+
 export function registerDevices(program: Command, io: CliIO): void {
   apiOptions(program.command("devices").description("list your devices: GUID, type, name, last value and its time")).action(
     apiAction(io, async (ctx: ApiContext) => {
       const devices = await ctx.client.devices();
+      writeCache(io.env, "guids", Object.keys(devices).sort());
       ctx.print(devices, () => {
         const rows = Object.entries(devices)
           .sort(([a], [b]) => a.localeCompare(b))
           .map(([id, d]) => {
-            const last = lastData(d);
+            const last = lastData(d, shortWhen);
             return [id, d.device_type, d.shortName || d.default_name, last.value, last.time];
           });
         return rows.length === 0 ? ["(no devices)"] : table(["GUID", "TYPE", "NAME", "LAST", "TIME"], rows);
@@ -114,10 +123,12 @@ export function registerDevices(program: Command, io: CliIO): void {
   historyOptions(
     device.command("data").description("the device's history, raw or folded per --interval").argument("<guid>", "device GUID", guid),
     true,
-  ).action(
-    apiAction(io, async (ctx, id: string, flags: HistoryFlags) => {
-      const points = await ctx.client.history(id, historyParams(flags));
-      ctx.print(points, () => pointLines(points));
-    }),
-  );
+  )
+    .option("--chart", "draw a chart of the values under the table")
+    .action(
+      apiAction(io, async (ctx, id: string, flags: HistoryFlags) => {
+        const points = await ctx.client.history(id, historyParams(flags));
+        printPoints(ctx, points, flags.chart === true);
+      }),
+    );
 }

@@ -1,12 +1,13 @@
 /** `blockkit rules` (list), `rules show|add|update|rm|suspend|resume`. */
 import type { Command } from "commander";
-import type { RuleBody, RuleHandler, RuleJson } from "../../protocol/api-types.js";
-import { readJsonObject, ruleId } from "./args.js";
-import { CliError, type CliIO, apiAction, apiOptions, table } from "./context.js";
+import type { RuleBody, RuleHandler, RuleJson, RuleRunJson } from "../../protocol/api-types.js";
+import { writeCache } from "../config.js";
+import { readDocument, ruleId } from "./args.js";
+import { CliError, type CliIO, apiAction, apiOptions, shortWhen, table } from "./context.js";
 
 /** A rule document read from FILE or `-`: checked for the fields the service needs, so that a typo is named here. */
 async function ruleDocument(io: CliIO, file: string): Promise<RuleBody> {
-  const doc = await readJsonObject(io, file);
+  const doc = await readDocument(io, file);
   const where = file === "-" ? "standard input" : file;
   if (typeof doc.shortName !== "string" || doc.shortName === "") throw new CliError(`${where}: "shortName" must be a non-empty string`);
   for (const key of ["preconditions", "actions"] as const) {
@@ -26,6 +27,12 @@ async function ruleDocument(io: CliIO, file: string): Promise<RuleBody> {
 
 const handlers = (list: RuleHandler[]): string => list.map((h) => h.handler).join(", ") || "-";
 
+/** One run of the rule: when, its outcome, and each step's (or the error that stopped it). */
+function runRow(run: RuleRunJson): string[] {
+  const steps = run.steps.map((s) => `${s.handler}${s.ok ? "" : "!"} ${s.ms}ms`).join(", ") || "-";
+  return [shortWhen(run.timestamp), run.ok ? "ok" : "failed", run.error ?? steps];
+}
+
 function ruleLines(r: RuleJson): string[] {
   const fmt = (h: RuleHandler): string => `${h.handler} ${JSON.stringify(h.params ?? {})}`;
   return [
@@ -35,6 +42,10 @@ function ruleLines(r: RuleJson): string[] {
     `timeout    ${r.timeout} s`,
     ...r.preconditions.map((h) => `when       ${fmt(h)}`),
     ...r.actions.map((h) => `do         ${fmt(h)}`),
+    "",
+    ...(r.history === undefined || r.history.length === 0
+      ? ["(no runs yet)"]
+      : table(["RAN", "RESULT", "STEPS"], [...r.history].sort((a, b) => b.timestamp - a.timestamp).map(runRow))),
   ];
 }
 
@@ -43,6 +54,7 @@ export function registerRules(program: Command, io: CliIO): void {
   rules.action(
     apiAction(io, async (ctx) => {
       const all = await ctx.client.rules();
+      writeCache(io.env, "rids", all.map((r) => String(r.rid)));
       ctx.print(all, () =>
         all.length === 0
           ? ["(no rules)"]
@@ -55,7 +67,7 @@ export function registerRules(program: Command, io: CliIO): void {
   );
   rules
     .command("show")
-    .description("one rule: its preconditions and actions")
+    .description("one rule: its preconditions, its actions and its recent runs")
     .argument("<rid>", "rule id", ruleId)
     .action(
       apiAction(io, async (ctx, rid: string) => {
@@ -65,8 +77,8 @@ export function registerRules(program: Command, io: CliIO): void {
     );
   rules
     .command("add")
-    .description("create a rule from a JSON document {shortName, preconditions, actions, timeout?}; prints its id")
-    .argument("<file>", "the JSON file, or - for standard input")
+    .description("create a rule from a YAML or JSON document {shortName, preconditions, actions, timeout?}; prints its id")
+    .argument("<file>", "the YAML or JSON file, or - for standard input")
     .action(
       apiAction(io, async (ctx, file: string) => {
         const rid = await ctx.client.createRule(await ruleDocument(io, file));
@@ -75,9 +87,9 @@ export function registerRules(program: Command, io: CliIO): void {
     );
   rules
     .command("update")
-    .description("replace a rule with a JSON document")
+    .description("replace a rule with a YAML or JSON document")
     .argument("<rid>", "rule id", ruleId)
-    .argument("<file>", "the JSON file, or - for standard input")
+    .argument("<file>", "the YAML or JSON file, or - for standard input")
     .action(
       apiAction(io, async (ctx, rid: string, file: string) => {
         await ctx.client.updateRule(rid, await ruleDocument(io, file));

@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import { fail } from "../../protocol/envelope.js";
 import { badRequest } from "../errors.js";
 import type { Services } from "../services/index.js";
+import { accountRoutes } from "./account.js";
 import { installAuth } from "./auth.js";
 import { blockEventRoutes } from "./block-events.js";
 import { blockRoutes } from "./blocks.js";
@@ -135,6 +136,7 @@ export function buildApiApp(s: Services): FastifyInstance {
       subDeviceRoutes(api, s);
       ruleRoutes(api, s);
       fileHostRoutes(api, s);
+      accountRoutes(api, s);
     },
     { prefix: REST_PREFIX },
   );

@@ -22,12 +22,19 @@ describe("API command argument parsers", () => {
     expect(() => foldFn("avg")).toThrow('"avg" is not one of mean, sum, min, max, stddev, ss, count');
   });
 
-  it("reads times as epoch ms or ISO 8601, and refuses anything else", () => {
+  it("reads times relative to now (-30m, -24h, -7d, now), as epoch ms or ISO 8601, and refuses anything else", () => {
+    const now = () => Date.UTC(2026, 0, 31, 12);
+    expect(moment("now", now)).toBe(now());
+    expect(moment("-30m", now)).toBe(now() - 30 * 60_000);
+    expect(moment("-24h", now)).toBe(Date.UTC(2026, 0, 30, 12));
+    expect(moment("-7d", now)).toBe(Date.UTC(2026, 0, 24, 12));
+    expect(moment("-2w", now)).toBe(Date.UTC(2026, 0, 17, 12));
+    expect(moment("-45s", now)).toBe(now() - 45_000);
     expect(moment("1700000000000")).toBe(1_700_000_000_000);
     expect(moment("2026-01-31")).toBe(Date.UTC(2026, 0, 31));
     expect(moment("2026-01-31T12:30:00Z")).toBe(Date.UTC(2026, 0, 31, 12, 30));
     expect(moment("2026-01-31T12:30:00+02:00")).toBe(Date.UTC(2026, 0, 31, 10, 30));
-    for (const bad of ["2026-13-45", "now", "-5", "12:00"]) expect(() => moment(bad), bad).toThrow("is not a time");
+    for (const bad of ["2026-13-45", "NOW", "-5", "-5y", "+3h", "-h", "12:00"]) expect(() => moment(bad), bad).toThrow("is not a time");
   });
 });
 
@@ -56,6 +63,15 @@ describe("readJsonObject", () => {
 describe("output helpers", () => {
   it("aligns table columns on the widest cell and leaves no trailing spaces", () => {
     expect(table(["A", "LONGER", "C"], [["xxxx", "y", ""], ["z", "w", "last"]])).toEqual(["A     LONGER  C", "xxxx  y", "z     w       last"]);
+  });
+
+  it("fits a table in 80 columns by clipping the widest column after the first", () => {
+    const id = "ABCDEF123456_0_0_1002";
+    const rows = [[id, "relay", "a name that goes on and on and on and on and on and on and on", "1", "2026-01-31 12:00:00"]];
+    const out = table(["GUID", "TYPE", "NAME", "LAST", "TIME"], rows);
+    for (const l of out) expect(l.length).toBeLessThanOrEqual(80);
+    expect(out[1]).toMatch(new RegExp(`^${id}  relay  a name that goes on.*…  1     2026-01-31 12:00:00$`));
+    expect(table(["A", "B"], [["x".repeat(90), "y"]])[1]).toBe(`${"x".repeat(90)}  y`);
   });
 
   it("shows times as ISO text and a dash when there is none", () => {

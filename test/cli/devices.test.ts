@@ -27,7 +27,7 @@ describe("blockkit devices / device", () => {
     const [header, ...rows] = lines(human.stdout);
     expect(header).toMatch(/^GUID\s+TYPE\s+NAME\s+LAST\s+TIME$/);
     expect(rows).toHaveLength(2);
-    expect(rows.find((r) => r.startsWith(relay))).toMatch(/relay\s+.+\s+0\s+\d{4}-\d\d-\d\dT/);
+    expect(rows.find((r) => r.startsWith(relay))).toMatch(/relay\s+.+\s+0\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
     expect(rows.find((r) => r.startsWith(temp))).toMatch(/\s20\s+\d{4}-/);
 
     const json = await live.run(["devices", "--json"]);
@@ -89,7 +89,9 @@ describe("blockkit devices / device", () => {
     }
     const missing = await live.run(["devices"], { bare: true });
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toBe("blockkit: give --server URL or set BLOCKKIT_SERVER (the server's root or REST root)\n");
+    expect(missing.stderr).toBe(
+      "blockkit devices: give --server URL, set BLOCKKIT_SERVER, or log in first: blockkit login --server URL --token T (see 'blockkit devices --help')\n",
+    );
   });
 
   it("prints the service's errors as `blockkit: <status> <error>` with exit code 1, never the token", async () => {

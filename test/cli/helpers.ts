@@ -70,7 +70,8 @@ export async function startLive(): Promise<Live> {
         stderr: (t) => {
           stderr += t;
         },
-        env: opts.env ?? {},
+        // A home of its own: profiles and the completion cache never touch the real one.
+        env: { HOME: join(dir, "home"), ...opts.env },
         readStdin: () => (opts.stdin === undefined ? Promise.reject(new Error("no standard input")) : Promise.resolve(opts.stdin)),
       });
       return { code, stdout, stderr };
