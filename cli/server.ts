@@ -48,7 +48,15 @@ export function registerServer(program: Command): void {
         pollHoldSeconds: flags.pollHold,
         logger,
       });
-      stopOnSignals(logger, () => server.stop());
+      stopOnSignals(
+        logger,
+        () => server.stop(),
+        () => {
+          if (!server.api || !server.stream) return;
+          server.api.server.closeAllConnections();
+          server.stream.server.closeAllConnections();
+        },
+      );
       const started = await server.start();
       const out = [
         "blockkit server ready",
