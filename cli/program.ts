@@ -12,6 +12,7 @@ import { registerApps } from "./apps.js";
 import { registerGateway } from "./gateway.js";
 import { teach } from "./help.js";
 import { registerServer } from "./server.js";
+import { registerUsers } from "./users.js";
 import { registerSim } from "./sim.js";
 
 export type { CliIO } from "./api/context.js";
@@ -42,6 +43,7 @@ export function buildProgram(io: CliIO = processIO): Command {
   program.configureHelp({ showGlobalOptions: true });
   registerApps(program);
   registerServer(program);
+  registerUsers(program);
   registerGateway(program);
   registerSim(program);
   registerApi(program, io);

@@ -1,7 +1,7 @@
-/** `blockkit server`, `blockkit users add`: run the service and manage its accounts. */
+/** `blockkit server`: run the service (accounts: users.ts). */
 import type { Command } from "commander";
 import pino from "pino";
-import { dbUrl, logLevel, port, positiveNumber, storeLocation, url, userName } from "./options.js";
+import { dbUrl, logLevel, port, positiveNumber, storeLocation, url } from "./options.js";
 import { stopOnSignals } from "./signals.js";
 
 interface ServerFlags {
@@ -57,7 +57,14 @@ export function registerServer(program: Command): void {
           server.stream.server.closeAllConnections();
         },
       );
-      const started = await server.start();
+      let started: Awaited<ReturnType<typeof server.start>>;
+      try {
+        started = await server.start();
+      } catch (err) {
+        // A port in use: close what was opened (the store) before the process exits.
+        await server.stop().catch(() => undefined);
+        throw err;
+      }
       const out = [
         "blockkit server ready",
         `base_url   ${started.baseUrl}`,
@@ -69,26 +76,5 @@ export function registerServer(program: Command): void {
         out.push(`first user ${u.name}: user_access_token ${u.token} password ${u.password}`);
       }
       process.stdout.write(`${out.join("\n")}\n`);
-    });
-
-  const users = program.command("users").description("manage accounts");
-  users
-    .command("add <name>")
-    .description("create a user; prints the new user's access token alone")
-    .option("--password <password>", "password for the settings pages")
-    .option("--data <dir>", "directory of the embedded SQLite store", "./data")
-    .option("--db <url>", "store URL: sqlite:DIR or a directory (default: BLOCKKIT_DB, else --data)", dbUrl)
-    .action(async (name: string, flags: { password?: string; data: string; db?: string }) => {
-      userName(name);
-      const { openStore } = await import("../server/store/index.js");
-      const { AuthService } = await import("../server/services/auth.js");
-      const store = await openStore(storeLocation(flags).url, { ingestThread: false });
-      try {
-        if (await store.users.byName(name)) throw new Error(`user "${name}" already exists`);
-        const { token } = await new AuthService(store).createUser(name, { password: flags.password });
-        process.stdout.write(`${token}\n`);
-      } finally {
-        await store.close();
-      }
     });
 }

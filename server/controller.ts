@@ -82,6 +82,12 @@ export class BlockkitServer {
 
   /** Builds the store, services and apps without listening. Returns the first user when it created one. */
   async init(): Promise<FirstUser | null> {
+    await this.build();
+    return this.ensureFirstUser();
+  }
+
+  /** The store, services and apps, without the first user. */
+  private async build(): Promise<void> {
     if (this.initialised) throw new Error("BlockkitServer.init() called twice");
     this.initialised = true;
     const o = this.options;
@@ -91,6 +97,7 @@ export class BlockkitServer {
       o.store ??
       (await openStore(o.db ?? `sqlite:${o.dataDir ?? "./data"}`, {
         onError: (err) => log.error({ err, module: "srv:store" }, "the ingest thread failed: block events are refused until restart"),
+        warn: (message) => log.warn({ module: "srv:store" }, message),
       }));
     const bus = o.bus ?? new LocalBus();
     const holdMs = (o.pollHoldSeconds ?? 30) * 1000;
@@ -141,12 +148,14 @@ export class BlockkitServer {
     this.services.ingest.start();
     commands.start();
     await this.services.automation.start();
-    return this.ensureFirstUser();
   }
 
-  /** init() and listen on both ports. */
+  /**
+   * Builds and listens on both ports; the first user of an empty database is created only then,
+   * so a start that fails (a port in use) leaves no account whose credentials nobody saw.
+   */
   async start(): Promise<StartedServer> {
-    const firstUser = await this.init();
+    await this.build();
     const host = this.options.host ?? "127.0.0.1";
     const port = this.options.port ?? 8000;
     await this.api.listen({ host, port });
@@ -158,6 +167,7 @@ export class BlockkitServer {
     const authUrl = `http://${shown.includes(":") ? `[${shown}]` : shown}:${apiPort}`;
     const streamUrl = `http://${shown.includes(":") ? `[${shown}]` : shown}:${realStreamPort}`;
     Object.assign(this.services.settings, { baseUrl: `${authUrl}${REST_PREFIX}`, authUrl, streamUrl });
+    const firstUser = await this.ensureFirstUser();
     return { baseUrl: `${authUrl}${REST_PREFIX}`, authUrl, streamUrl, firstUser };
   }
 

@@ -155,10 +155,17 @@ export class AuthService {
 
   /** Creates a user with a personal access token (given, or random) and returns both. */
   async createUser(name: string, opts: { password?: string; token?: string } = {}): Promise<{ user: UserRow; token: string }> {
+    if (opts.password !== undefined) checkPassword(opts.password);
     const passwordHash = opts.password ? await hashPassword(opts.password) : null;
     const user = await this.store.users.create(name, passwordHash, this.clock());
     const token = await this.issue(user.id, "user", { token: opts.token });
     return { user, token };
+  }
+
+  /** Sets a user's password for the settings pages (at least MIN_PASSWORD_LENGTH characters). */
+  async setPassword(userId: number, password: string): Promise<void> {
+    checkPassword(password);
+    await this.store.users.setPassword(userId, await hashPassword(password));
   }
 
   /** A new token (given, or random) and the row that stores its hash. */
@@ -183,4 +190,11 @@ export class AuthService {
     else await this.store.tokens.put(row);
     return token;
   }
+}
+
+/** The shortest password accepted (`users add --password`, `users passwd`). */
+export const MIN_PASSWORD_LENGTH = 8;
+
+function checkPassword(password: string): void {
+  if ([...password].length < MIN_PASSWORD_LENGTH) throw badRequest(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
 }

@@ -17,12 +17,16 @@ export interface OpenStoreOptions {
   ingestThread?: boolean;
   /** Where the store reports a failure after it opened (the ingest thread's death). */
   onError?: (err: Error) => void;
+  /** Create the store when missing (default true); account commands pass false unless asked. */
+  create?: boolean;
+  /** Warnings while opening (file modes tightened). */
+  warn?: (message: string) => void;
 }
 
 /** Opens the store at `url`; rejects (loudly) when it cannot, e.g. when the ingest thread does not start. */
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
   const where = parseStoreUrl(url);
-  const store = openSqliteStore({ dataDir: where.dir, ingestThread: options.ingestThread, onError: options.onError });
+  const store = openSqliteStore({ dataDir: where.dir, ingestThread: options.ingestThread, onError: options.onError, create: options.create, warn: options.warn });
   if (store.ingestThread) {
     try {
       await store.ingestThread.started;

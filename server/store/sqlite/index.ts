@@ -3,8 +3,6 @@
  * transaction survives a process kill and a power cut. Block events are committed on the ingest
  * thread (ingest-thread.ts), which reaches the same durability with its own WAL flush.
  */
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
 import Database from "better-sqlite3";
 import { unavailable } from "../../errors.js";
 import type { Store } from "../types.js";
@@ -17,10 +15,15 @@ import { keysRepo, oauthAppsRepo, oauthCodesRepo, sessionsRepo } from "./account
 import { MIGRATIONS, type Migration } from "./migrations.js";
 import { IngestThread, workerModule } from "./ingest-thread.js";
 import { ReadingsStaging } from "./staging.js";
+import { openError, prepareDataDir } from "./files.js";
 
 export interface SqliteStoreOptions {
   /** Directory that holds `blockkit.db`; created when missing. Use `:memory:` for a throwaway store. */
   dataDir: string;
+  /** Create the directory and the database when missing (default true); false for account commands. */
+  create?: boolean;
+  /** Warnings about the files (modes tightened). */
+  warn?: (message: string) => void;
   /**
    * Commit block events on a worker thread with its own connection (ingest-thread.ts). Default
    * true for a file in WAL mode; the main thread commits them otherwise (`:memory:`, or false:
@@ -48,22 +51,25 @@ export function migrate(db: Database.Database, migrations: Migration[] = MIGRATI
 
 export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Database.Database; ingestThread: IngestThread | null } {
   let file = ":memory:";
-  if (options.dataDir !== ":memory:") {
-    mkdirSync(options.dataDir, { recursive: true });
-    file = join(options.dataDir, "blockkit.db");
-  }
+  if (options.dataDir !== ":memory:") file = prepareDataDir(options.dataDir, { create: options.create, warn: options.warn });
   let db: Database.Database;
   try {
     db = new Database(file);
   } catch (err) {
-    throw unavailable(`cannot open the SQLite store at ${file}: ${(err as Error).message}`, err);
+    throw unavailable(openError(file, err).message, err);
   }
-  const journal = db.pragma("journal_mode = WAL", { simple: true }) as string;
-  db.pragma("synchronous = FULL");
-  db.pragma("foreign_keys = ON");
-  db.pragma("busy_timeout = 5000");
-  registerFunctions(db);
-  migrate(db);
+  let journal: string;
+  try {
+    journal = db.pragma("journal_mode = WAL", { simple: true }) as string;
+    db.pragma("synchronous = FULL");
+    db.pragma("foreign_keys = ON");
+    db.pragma("busy_timeout = 5000");
+    registerFunctions(db);
+    migrate(db);
+  } catch (err) {
+    if (db.open) db.close();
+    throw openError(file, err);
+  }
   const cache = new StoreCache();
   const wal = file !== ":memory:" && journal === "wal";
   const thread =
