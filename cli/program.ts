@@ -9,6 +9,7 @@ import { BLOCKKIT_VERSION } from "../protocol/version.js";
 import { registerApi } from "./api/index.js";
 import { CliError, type CliIO, commandPath } from "./api/context.js";
 import { registerApps } from "./apps.js";
+import { registerCompletion } from "./completion.js";
 import { registerGateway } from "./gateway.js";
 import { teach } from "./help.js";
 import { registerServer } from "./server.js";
@@ -47,6 +48,7 @@ export function buildProgram(io: CliIO = processIO): Command {
   registerGateway(program);
   registerSim(program);
   registerApi(program, io);
+  registerCompletion(program, io);
   teach(program, io.stderr);
   program.hook("preAction", (_root, action) => {
     running.set(program, commandPath(action));
