@@ -95,6 +95,28 @@ function toDevice(e: unknown, needDA: boolean): NodeDevice | string {
   return DA === undefined ? { G, V, D } : { G, V, D, DA };
 }
 
+/**
+ * Longest command line the original firmware can read, bytes with its `\n`: 0.47 reads into a
+ * 128-byte buffer, and a line that fills it has no room for its terminator (the firmware answers
+ * ERROR 1 for it, and again for each further 128-byte chunk).
+ */
+export const FIRMWARE_LINE_BYTES = 127;
+/** Longest DA the original firmware 0.47 holds, characters (a 64-byte buffer with its terminator). */
+export const FIRMWARE_DA_CHARS = 63;
+
+/** Why a firmware could not take this command (null when it can), under the given limits. */
+export function commandProblem(
+  cmd: { G: string; V: number; D: number; DA: string },
+  limits: { maxLineBytes?: number; maxDaChars?: number } = {},
+): string | null {
+  const maxDa = limits.maxDaChars ?? FIRMWARE_DA_CHARS;
+  if (cmd.DA.length > maxDa) return `a DA of ${cmd.DA.length} characters, the firmware holds at most ${maxDa}`;
+  const bytes = Buffer.byteLength(encodeCommand(cmd));
+  const maxLine = limits.maxLineBytes ?? FIRMWARE_LINE_BYTES;
+  if (bytes > maxLine) return `a line of ${bytes} bytes, the firmware reads at most ${maxLine}`;
+  return null;
+}
+
 /** One command line for the firmware, `\n`-terminated. */
 export function encodeCommand(d: { G: string; V: number; D: number; DA: string }): string {
   return `${JSON.stringify({ DEVICE: [{ G: d.G, V: d.V, D: d.D, DA: d.DA }] })}\n`;

@@ -7,6 +7,7 @@
  * virtual block, at the recorded pace (× speed).
  */
 import type { Reading } from "../gateway/agent/index.js";
+import { frameReadings } from "../gateway/links/serial-readings.js";
 import { parseNodePayload, parseNodeTopic } from "../protocol/mqtt-topics.js";
 import { decodeFrame } from "../protocol/serial-frames.js";
 
@@ -24,14 +25,14 @@ export interface Recording {
   readings: number;
 }
 
-/** Readings of a Ninja serial line (the gateway's own codec); ACK and ERROR frames carry none. */
+/**
+ * Readings of a Ninja serial line: the gateway's own codec and meaning (gateway/links/serial-readings.ts),
+ * so the firmware version lands where the gateway puts it (a VERSION config event on D 1003).
+ */
 export function serialReadings(line: string): Reading[] | string {
   const r = decodeFrame(line);
   if (!r.ok) return r.reason;
-  const f = r.frame;
-  if (f.kind === "DEVICE") return f.devices.flatMap((d) => (d.DA === undefined ? [] : [{ G: d.G, V: d.V, D: d.D, DA: d.DA, kind: "data" as const }]));
-  if (f.kind === "PLUGIN" || f.kind === "UNPLUG") return f.devices.map((d) => ({ G: d.G, V: d.V, D: d.D, DA: f.kind, kind: "config" as const }));
-  return [];
+  return frameReadings(r.frame);
 }
 
 /** The reading of an MQTT node message `<prefix>/<G>_<V>_<D>/<data|heartbeat|config>` (the gateway's topic scheme). */

@@ -2,7 +2,8 @@
  * One command in flight: a command is written, then the next waits until the firmware ACKs it or
  * `ackTimeoutMs` passes. A timeout or a write failure rejects that command's promise; the queue
  * goes on with the next one. Commands wait while the port is down (up to `maxQueued`, oldest
- * refused first) instead of being lost on a short disconnect.
+ * refused first) instead of being lost on a short disconnect, and while the line is held quiet
+ * (`quiet()`: after an ERROR 1 the firmware may still be answering the rest of a bad line).
  */
 import type { Command } from "../../protocol/payloads.js";
 import type { NodeDevice } from "../../protocol/serial-frames.js";
@@ -22,8 +23,11 @@ export interface CommandQueueOptions {
 
 export class CommandQueue {
   private readonly items: Item[] = [];
-  private inFlight: (Item & { timer: NodeJS.Timeout }) | null = null;
+  private inFlight: (Item & { timer: NodeJS.Timeout; written: boolean }) | null = null;
   private ready = false;
+  /** No write before this time (epoch ms). */
+  private quietUntil = 0;
+  private quietTimer: NodeJS.Timeout | undefined;
   readonly stats = { sent: 0, acked: 0, timeouts: 0, failed: 0 };
   private readonly ackTimeoutMs: number;
   private readonly maxQueued: number;
@@ -36,10 +40,14 @@ export class CommandQueue {
     this.maxQueued = options.maxQueued ?? 100;
   }
 
-  /** Queues a command; resolves on its ACK, rejects on timeout, write failure or overflow. */
-  send(cmd: Item["cmd"]): Promise<void> {
+  /**
+   * Queues a command; resolves on its ACK, rejects on timeout, write failure or overflow.
+   * `first`: ahead of the queued ones (the version query after a port open).
+   */
+  send(cmd: Item["cmd"], first = false): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.items.push({ cmd, resolve, reject });
+      if (first) this.items.unshift({ cmd, resolve, reject });
+      else this.items.push({ cmd, resolve, reject });
       while (this.items.length > this.maxQueued) {
         this.stats.failed++;
         this.items.shift()?.reject(new Error("serial command queue full: oldest command refused"));
@@ -63,9 +71,13 @@ export class CommandQueue {
     return true;
   }
 
-  /** The firmware answered the command in flight with an ERROR; true when one was in flight. */
+  /**
+   * The firmware answered with an ERROR: it ends the command in flight if that command was
+   * completely written before (an ERROR that arrives earlier answers something else). True when
+   * it ended one.
+   */
   fail(reason: string): boolean {
-    if (!this.inFlight) return false;
+    if (!this.inFlight?.written) return false;
     this.stats.failed++;
     this.finish(new Error(reason));
     return true;
@@ -75,28 +87,48 @@ export class CommandQueue {
     return this.items.length + (this.inFlight ? 1 : 0);
   }
 
-  /** Refuses everything queued and in flight; clears the timer. */
+  /** Holds the next write until the line has been quiet for `ms` (call again to extend). */
+  quiet(ms: number): void {
+    this.quietUntil = Date.now() + ms;
+  }
+
+  /** Refuses everything queued and in flight; clears the timers. */
   clear(reason: string): void {
+    if (this.quietTimer) clearTimeout(this.quietTimer);
+    this.quietTimer = undefined;
     if (this.inFlight) this.finish(new Error(reason));
     for (const it of this.items.splice(0)) it.reject(new Error(reason));
   }
 
   private pump(): void {
-    if (this.inFlight || !this.ready) return;
+    if (this.inFlight || !this.ready || this.items.length === 0 || this.quietTimer) return;
+    const wait = this.quietUntil - Date.now();
+    if (wait > 0) {
+      this.quietTimer = setTimeout(() => {
+        this.quietTimer = undefined;
+        this.pump();
+      }, wait);
+      return;
+    }
     const next = this.items.shift();
     if (!next) return;
     const timer = setTimeout(() => {
       this.stats.timeouts++;
       this.finish(new Error(`no ACK within ${this.ackTimeoutMs} ms`));
     }, this.ackTimeoutMs);
-    this.inFlight = { ...next, timer };
+    this.inFlight = { ...next, timer, written: false };
     const current = this.inFlight;
     this.stats.sent++;
-    this.write(next.cmd).catch((err: unknown) => {
-      if (this.inFlight !== current) return;
-      this.stats.failed++;
-      this.finish(err instanceof Error ? err : new Error(String(err)));
-    });
+    this.write(next.cmd).then(
+      () => {
+        current.written = true;
+      },
+      (err: unknown) => {
+        if (this.inFlight !== current) return;
+        this.stats.failed++;
+        this.finish(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
   }
 
   private finish(err: Error | null): void {

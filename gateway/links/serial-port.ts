@@ -83,3 +83,37 @@ export function writePort(port: SerialPortStream, line: string): Promise<void> {
     });
   });
 }
+
+/**
+ * Resolves true once the port is there (its path exists, or a listed port matches), checking every
+ * `everyMs`; false when `signal` aborts first. A replugged USB node is found within one period
+ * instead of after a long random backoff.
+ */
+export async function waitForPort(
+  binding: SerialBinding,
+  target: { path?: string; match?: UsbMatch },
+  everyMs: number,
+  signal: AbortSignal,
+): Promise<boolean> {
+  for (;;) {
+    if (signal.aborted) return false;
+    try {
+      const path = await resolvePort(binding, target);
+      if ((await binding.identify(path)) !== null) return true;
+    } catch {
+      // not there yet
+    }
+    const woke = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(true);
+      }, everyMs);
+      const onAbort = (): void => {
+        clearTimeout(timer);
+        resolve(false);
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+    if (!woke) return false;
+  }
+}

@@ -1,9 +1,12 @@
 /**
  * The serial link: a Ninja-firmware node on a UART or USB serial port (DESIGN.md "Serial link").
- * Opens the port (path or USB match), asks the firmware version, turns DEVICE frames into readings
- * and PLUGIN/UNPLUG into config events, writes commands one at a time (ACK or 2 s), logs ERROR
- * frames with their meaning and counts garbage lines. When the port goes away the link is marked
- * down and reopened with backoff; the daemon keeps running.
+ * Opens the port (path or USB match), waits for the board to come out of the reset the open
+ * causes, asks the firmware version (answered in an ACK by the original firmwares), turns DEVICE
+ * frames into readings and PLUGIN/UNPLUG into config events (serial-readings.ts), writes commands
+ * one at a time (ACK or 2 s), refuses a command line the firmware cannot read (128-byte input
+ * buffer, 64-byte DA buffer), logs ERROR frames with their meaning and counts garbage lines. When
+ * the port goes away the link is marked down and reopened as soon as its path (or USB match) is
+ * back; the daemon keeps running.
  */
 import type { SerialPortStream } from "@serialport/stream";
 import pino, { type Logger } from "pino";
@@ -13,6 +16,7 @@ import {
   type NodeDevice,
   type SerialFrame,
   VERSION_QUERY,
+  commandProblem,
   decodeFrame,
   encodeCommand,
   serialErrorMeaning,
@@ -20,7 +24,17 @@ import {
 import { Backoff, type BackoffOptions, sleep } from "../agent/backoff.js";
 import type { CommandTarget, Reading } from "../agent/types.js";
 import { CommandQueue } from "./command-queue.js";
-import { type SerialBinding, type UsbMatch, closePort, nativeBinding, openPort, resolvePort, writePort } from "./serial-port.js";
+import { frameReadings, versionIn } from "./serial-readings.js";
+import {
+  type SerialBinding,
+  type UsbMatch,
+  closePort,
+  nativeBinding,
+  openPort,
+  resolvePort,
+  waitForPort,
+  writePort,
+} from "./serial-port.js";
 import type { FrameRecorder, Link, LinkState, ReadingSink } from "./types.js";
 
 export interface SerialLinkOptions {
@@ -37,10 +51,23 @@ export interface SerialLinkOptions {
   logger?: Logger;
   /** Wait for a command's ACK, ms. Default 2 000. */
   ackTimeoutMs?: number;
-  /** Reopen backoff. Default 500 ms to 30 s, reset after 30 s open. */
+  /** Backoff between opens of a port that is there but fails to open. Default 500 ms to 30 s. */
   reopen?: BackoffOptions;
-  /** How often an open port's device node is checked, ms. Default 1 000. */
+  /** How often an open port's device node is checked, ms. Default 500. */
   checkEveryMs?: number;
+  /** How often a missing port (path or USB match) is looked for, ms. Default 250. */
+  watchMs?: number;
+  /**
+   * Wait after every port open before the first write, ms. Default 2 000: opening the port pulses
+   * DTR, which resets an Uno/Nano-class board; it is deaf for about 1.5-2 s.
+   */
+  settleMs?: number;
+  /** Longest command line written, bytes with its `\n`. Default FIRMWARE_LINE_BYTES (127). */
+  maxLineBytes?: number;
+  /** Longest DA of a command, characters. Default FIRMWARE_DA_CHARS (63). */
+  maxDaChars?: number;
+  /** After an ERROR 1, the line must be quiet this long before the next command, ms. Default 500. */
+  quietMs?: number;
   /** Link name (commands are routed by it). Default `serial`. */
   name?: string;
 }
@@ -55,6 +82,12 @@ export interface SerialCounters extends Record<string, number> {
   commandsSent: number;
   commandsAcked: number;
   ackTimeouts: number;
+  commandsRefused: number;
+}
+
+/** A command the link will not write because the firmware could not read it. */
+export class SerialCommandRefused extends Error {
+  readonly code = "SERIAL_COMMAND_REFUSED";
 }
 
 export class SerialLink implements Link, CommandTarget {
@@ -72,7 +105,8 @@ export class SerialLink implements Link, CommandTarget {
   private readonly binding: SerialBinding;
   private readonly log: Logger;
   private readonly seen = new Set<string>();
-  private readonly stats = { framesIn: 0, readings: 0, garbage: 0, firmwareErrors: 0, opens: 0, disconnects: 0 };
+  private readonly stats = { framesIn: 0, readings: 0, garbage: 0, firmwareErrors: 0, opens: 0, disconnects: 0, commandsRefused: 0 };
+  private settle: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: SerialLinkOptions) {
     if (!o.path && !o.match) throw new TypeError("SerialLink: give a port path or a USB match");
@@ -96,6 +130,7 @@ export class SerialLink implements Link, CommandTarget {
   async stop(): Promise<void> {
     this.stopped = true;
     this.abort.abort();
+    if (this.settle) clearTimeout(this.settle);
     this.queue.clear("serial link stopped");
     if (this.port) await closePort(this.port);
     await this.loop;
@@ -108,16 +143,26 @@ export class SerialLink implements Link, CommandTarget {
   }
 
   deliver(cmd: Command): Promise<void> {
+    const why = commandProblem(cmd, { maxLineBytes: this.o.maxLineBytes, maxDaChars: this.o.maxDaChars });
+    if (why !== null) {
+      this.stats.commandsRefused++;
+      this.log.warn({ G: cmd.G, V: cmd.V, D: cmd.D, daChars: cmd.DA.length }, `serial command refused: ${why}`);
+      return Promise.reject(new SerialCommandRefused(`serial command refused: ${why}`));
+    }
     return this.queue.send(cmd);
   }
 
   counters(): SerialCounters {
-    return { ...this.stats, commandsSent: this.queue.stats.sent, commandsAcked: this.queue.stats.acked, ackTimeouts: this.queue.stats.timeouts };
+    const q = this.queue.stats;
+    return { ...this.stats, commandsSent: q.sent, commandsAcked: q.acked, ackTimeouts: q.timeouts };
   }
 
   private async run(): Promise<void> {
     let warned = false;
     while (!this.stopped) {
+      // A port that is not there is watched for, the link down meanwhile (a replugged USB node is
+      // back within a watch period); only a port that is there and fails to open waits out a backoff.
+      if (!(await waitForPort(this.binding, this.o, this.o.watchMs ?? 250, this.abort.signal))) break;
       this.setState("opening");
       let port: SerialPortStream;
       let path: string;
@@ -140,11 +185,13 @@ export class SerialLink implements Link, CommandTarget {
       warned = false;
       this.stats.opens++;
       this.backoff.succeed();
+      const opened = Date.now();
       await this.serve(port, path, identity);
       if (this.stopped) break;
       this.stats.disconnects++;
-      const delay = this.backoff.fail();
-      this.log.warn({ retryMs: delay }, "serial port went away: reopening");
+      // A port that keeps closing right after it opened is not reopened in a tight loop.
+      const delay = Date.now() - opened < 1_000 ? this.backoff.fail() : 0;
+      this.log.warn({ retryMs: delay }, "serial port went away: reopening when it is back");
       await sleep(delay, this.abort.signal);
     }
   }
@@ -163,12 +210,14 @@ export class SerialLink implements Link, CommandTarget {
           },
           () => undefined,
         );
-      }, this.o.checkEveryMs ?? 1_000);
+      }, this.o.checkEveryMs ?? 500);
       port.setEncoding("utf8");
       port.on("data", (chunk: string) => splitter.push(chunk, (l) => this.onLine(l), (r) => this.onGarbage(r, "")));
       port.on("error", (err: Error) => this.log.warn({ err: err.message }, "serial port error"));
       port.once("close", () => {
         clearInterval(watch);
+        if (this.settle) clearTimeout(this.settle);
+        this.settle = undefined;
         this.port = null;
         this.queue.setReady(false);
         this.setState("down");
@@ -176,19 +225,24 @@ export class SerialLink implements Link, CommandTarget {
       });
       this.setState("up");
       this.log.info({ path: port.path, baudRate: this.o.baudRate ?? 9600 }, "serial port open");
-      this.queue.setReady(true);
       this.versionAnswered = false;
-      this.askVersion(port, 1);
+      // The open reset the board: nothing is written until it can hear, then the version first.
+      this.settle = setTimeout(() => {
+        this.settle = undefined;
+        if (this.port !== port) return;
+        this.askVersion(port, 1);
+        this.queue.setReady(true);
+      }, this.o.settleMs ?? 2_000);
     });
   }
 
   /**
-   * Asks the firmware version. A board that resets when its port opens (an Arduino does) or a
-   * firmware that is not reading yet misses the query: asked again after each unacknowledged try
-   * (the 2 s ACK timeout), up to 5 times while this port stays open.
+   * Asks the firmware version, ahead of any queued command. A firmware that is not reading yet
+   * misses the query: asked again after each unacknowledged try (the 2 s ACK timeout), up to 5
+   * times while this port stays open.
    */
   private askVersion(port: object, attempt: number): void {
-    this.queue.send(VERSION_QUERY as Required<NodeDevice>).catch((err: unknown) => {
+    this.queue.send(VERSION_QUERY as Required<NodeDevice>, true).catch((err: unknown) => {
       this.log.debug({ err: (err as Error).message, attempt }, "firmware version query not acknowledged");
       if (this.port === port && !this.versionAnswered && attempt < 5) this.askVersion(port, attempt + 1);
     });
@@ -204,37 +258,29 @@ export class SerialLink implements Link, CommandTarget {
   }
 
   private handle(frame: SerialFrame): void {
-    switch (frame.kind) {
-      case "DEVICE":
-        return this.onDevice(frame.devices);
-      case "PLUGIN":
-      case "UNPLUG":
-        return this.submit(frame.devices.map((d) => this.config(d, frame.kind, d.DA)));
-      case "ACK":
-        for (const d of frame.devices) if (!this.queue.ack(d)) this.log.debug({ G: d.G, D: d.D }, "ACK for no command in flight");
-        return;
-      case "ERROR":
-        return this.onError(frame.codes);
+    if (frame.kind === "ERROR") return this.onError(frame.codes);
+    if (frame.kind === "ACK") {
+      for (const d of frame.devices) if (!this.queue.ack(d)) this.log.debug({ G: d.G, D: d.D }, "ACK for no command in flight");
     }
+    const readings: Reading[] = [];
+    for (const r of frameReadings(frame)) {
+      if (r.DA === "VERSION" && r.kind === "config") {
+        if (!this.onVersion(r.value ?? "")) continue;
+      } else if (r.kind === "data") this.stats.readings++;
+      readings.push(r);
+    }
+    // A DEVICE frame answering the version query ends that query like its ACK would.
+    if (frame.kind === "DEVICE") for (const d of frame.devices) if (versionIn(d) !== null) this.queue.ack(d);
+    this.submit(readings);
   }
 
-  private onDevice(devices: NodeDevice[]): void {
-    const readings: Reading[] = [];
-    for (const d of devices) {
-      if (d.D === VERSION_QUERY.D && d.G === VERSION_QUERY.G) {
-        this.versionAnswered = true;
-        this.queue.ack(d);
-        if (d.DA && d.DA !== "VNO" && d.DA !== this.firmwareVersion) {
-          this.firmwareVersion = d.DA;
-          this.log.info({ version: d.DA }, "firmware version");
-          readings.push(this.config(d, "VERSION", d.DA));
-        }
-        continue;
-      }
-      readings.push({ G: d.G, V: d.V, D: d.D, DA: d.DA ?? "", kind: "data" });
-    }
-    this.stats.readings += readings.length;
-    this.submit(readings);
+  /** Records an answered version; true when it is new (and so worth reporting). */
+  private onVersion(version: string): boolean {
+    this.versionAnswered = true;
+    if (version === this.firmwareVersion) return false;
+    this.firmwareVersion = version;
+    this.log.info({ version }, "firmware version");
+    return true;
   }
 
   private onError(codes: number[]): void {
@@ -242,18 +288,19 @@ export class SerialLink implements Link, CommandTarget {
       this.stats.firmwareErrors++;
       this.log.warn({ code, meaning: serialErrorMeaning(code) }, `firmware ERROR ${code}: ${serialErrorMeaning(code)}`);
     }
-    // The firmware answers a command with ACK or ERROR: an ERROR ends the command in flight.
+    // ERROR 1 comes once per 128-byte chunk of a line the firmware could not read: more may
+    // follow, and none of them may be taken for the answer to the next command.
+    if (codes.includes(1)) this.queue.quiet(this.o.quietMs ?? 500);
+    // An ERROR ends the command in flight, if it was completely written before the ERROR came.
     const first = codes[0];
-    if (first !== undefined) this.queue.fail(`firmware ERROR ${first}: ${serialErrorMeaning(first)}`);
+    if (first !== undefined && !this.queue.fail(`firmware ERROR ${first}: ${serialErrorMeaning(first)}`)) {
+      this.log.debug({ code: first }, "ERROR for no command written: not blamed on any");
+    }
   }
 
   private onGarbage(reason: string, line: string): void {
     this.stats.garbage++;
     this.log.debug({ reason, line: line.slice(0, 120) }, "garbage line skipped");
-  }
-
-  private config(d: NodeDevice, type: string, value: string | undefined): Reading {
-    return { G: d.G, V: d.V, D: d.D, DA: type, kind: "config", ...(value !== undefined ? { value } : {}) };
   }
 
   private submit(readings: Reading[]): void {

@@ -5,7 +5,7 @@ import { SerialPortMock } from "serialport";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Reading } from "../../gateway/agent/types.js";
 import { CommandQueue } from "../../gateway/links/command-queue.js";
-import { SerialLink } from "../../gateway/links/serial.js";
+import { SerialCommandRefused, SerialLink, type SerialLinkOptions } from "../../gateway/links/serial.js";
 import type { SerialBinding } from "../../gateway/links/serial-port.js";
 import { LineSplitter, decodeFrame, encodeCommand, encodeNodeFrame, serialErrorMeaning } from "../../protocol/serial-frames.js";
 import { waitFor } from "./helpers.js";
@@ -90,6 +90,37 @@ describe("CommandQueue", () => {
     expect(q.stats).toMatchObject({ sent: 2, acked: 1, timeouts: 1 });
   });
 
+  it("blames an ERROR only on a command completely written before it", async () => {
+    vi.useFakeTimers();
+    let written: () => void = () => undefined;
+    const q = new CommandQueue(() => new Promise<void>((r) => (written = r)));
+    q.setReady(true);
+    const a = q.send({ G: "1", V: 0, D: 1002, DA: "a" });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(q.fail("firmware ERROR 1")).toBe(false); // still being written: a stray
+    written();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(q.fail("firmware ERROR 3")).toBe(true);
+    await expect(a).rejects.toThrow(/ERROR 3/);
+  });
+
+  it("after quiet(ms), writes the next command only once the line was quiet that long", async () => {
+    vi.useFakeTimers();
+    const written: string[] = [];
+    const q = new CommandQueue(async (c) => void written.push(c.DA));
+    q.setReady(true);
+    q.quiet(500);
+    const p = q.send({ G: "1", V: 0, D: 1002, DA: "x" });
+    await vi.advanceTimersByTimeAsync(300);
+    q.quiet(500); // another ERROR 1 arrived: the wait starts again
+    await vi.advanceTimersByTimeAsync(499);
+    expect(written).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(written).toEqual(["x"]);
+    q.ack({ G: "1", V: 0, D: 1002 });
+    await p;
+  });
+
   it("holds commands while the port is down", async () => {
     vi.useFakeTimers();
     const written: string[] = [];
@@ -113,7 +144,10 @@ describe("SerialLink on the mock binding", () => {
     MockBinding.reset();
   });
 
-  function setup(target: { path?: string; match?: { vendorId?: string; productId?: string } }): {
+  function setup(
+    target: { path?: string; match?: { vendorId?: string; productId?: string } },
+    extra: Partial<SerialLinkOptions> = {},
+  ): {
     link: SerialLink;
     got: Reading[];
     port: () => MockPortBinding;
@@ -128,7 +162,7 @@ describe("SerialLink on the mock binding", () => {
       },
     };
     const got: Reading[] = [];
-    const link = new SerialLink({ ...target, binding, sink: { submitMany: (r) => got.push(...r) }, reopen: { baseMs: 20, maxMs: 50 } });
+    const link = new SerialLink({ ...target, binding, sink: { submitMany: (r) => got.push(...r) }, reopen: { baseMs: 20, maxMs: 50 }, settleMs: 0, watchMs: 20, ...extra });
     links.push(link);
     return { link, got, port: () => (last as unknown as { port: MockPortBinding }).port };
   }
@@ -183,6 +217,50 @@ describe("SerialLink on the mock binding", () => {
     expect(port().openOptions.path).toBe("/dev/ttyACM7");
     port().emitData(Buffer.from('{"DEVICE":[{"G":"1","V":0,"D":9,"DA":"20"}]}\n'));
     await waitFor("reading", () => got.length === 1);
+  });
+
+  it("waits for the board to come out of its reset before the first write, asks the version first, and reads it from an ACK", async () => {
+    MockBinding.createPort("/dev/ttyMOCK0", { echo: false, record: true });
+    const { link, got, port } = setup({ path: "/dev/ttyMOCK0" }, { settleMs: 300 });
+    const queued = link.deliver({ G: "1", V: 0, D: 1002, DA: "1", GUID: "" });
+    await link.start();
+    await waitFor("port open", () => link.state === "up");
+    const opened = Date.now();
+    expect(port().recording.length).toBe(0);
+    await waitFor("first write", () => port().recording.length > 0);
+    expect(Date.now() - opened).toBeGreaterThanOrEqual(250);
+    expect(port().recording.toString()).toBe('{"DEVICE":[{"G":"0","V":0,"D":1003,"DA":"VNO"}]}\n');
+    port().emitData(Buffer.from('{"ACK":[{"G":"0","V":0,"D":1003,"DA":"V12_0.47"}]}\r\n'));
+    await waitFor("relay written after the version query", () => port().recording.toString().includes('"D":1002'));
+    expect(link.firmwareVersion).toBe("V12_0.47");
+    expect(got).toEqual([{ G: "0", V: 0, D: 1003, DA: "VERSION", kind: "config", value: "V12_0.47" }]);
+    port().emitData(Buffer.from('{"ACK":[{"G":"1","V":0,"D":1002,"DA":1}]}\r\n'));
+    await queued;
+  });
+
+  it("refuses a command the firmware could not read before writing it, and holds the line quiet after an ERROR 1", async () => {
+    MockBinding.createPort("/dev/ttyMOCK0", { echo: false, record: true });
+    const { link, port } = setup({ path: "/dev/ttyMOCK0" }, { quietMs: 400 });
+    await link.start();
+    await waitFor("version query written", () => port().recording.toString().includes("VNO"));
+    port().emitData(Buffer.from('{"ACK":[{"G":"0","V":0,"D":1003,"DA":"V12_0.47"}]}\r\n'));
+    await waitFor("version", () => link.firmwareVersion === "V12_0.47");
+    const before = port().recording.length;
+    await expect(link.deliver({ G: "0", V: 0, D: 1007, DA: "F".repeat(64), GUID: "" })).rejects.toThrow(SerialCommandRefused);
+    expect(port().recording.length).toBe(before);
+    expect(link.counters().commandsRefused).toBe(1);
+    // 63 characters fit: written; the firmware answers it with ERROR 1, which ends it.
+    const rf = link.deliver({ G: "0", V: 0, D: 11, DA: "1".repeat(63), GUID: "" });
+    await waitFor("RF command written", () => port().recording.length > before);
+    const next = link.deliver({ G: "0", V: 0, D: 1007, DA: "00FF00", GUID: "" });
+    const at = port().recording.length;
+    port().emitData(Buffer.from('{"ERROR":[{"CODE":1}]}\r\n'));
+    await expect(rf).rejects.toThrow(/ERROR 1/);
+    const t0 = Date.now();
+    await waitFor("next command written", () => port().recording.length > at);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(300);
+    port().emitData(Buffer.from('{"ACK":[{"G":"0","V":0,"D":1007,"DA":"00FF00"}]}\r\n'));
+    await next;
   });
 
   it("refuses a link without a port at once", () => {
