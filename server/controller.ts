@@ -21,6 +21,7 @@ import type { Services } from "./services/index.js";
 import { Ingest } from "./services/ingest.js";
 import { Accounts, type LoginLimitOptions } from "./services/accounts/index.js";
 import { RateLimiter } from "./services/rate-limit.js";
+import { type LimitOptions, Limits } from "./services/limits.js";
 import { newToken } from "./services/secrets.js";
 import { openStore } from "./store/index.js";
 import type { Store } from "./store/types.js";
@@ -51,6 +52,8 @@ export interface ServerOptions {
   commandTtlSeconds?: number;
   /** Per-credential rate limit, requests per second (0 = off). Default 1000, burst twice that. */
   rateLimitPerSecond?: number;
+  /** Connections, request timeouts and activation holds (docs/operations.md "Limits"). */
+  limits?: Partial<LimitOptions>;
   /** Tuning of sub-devices, callbacks, rules and the camera (timeouts, retries); defaults suit production. */
   automation?: AutomationOptions;
   logger?: Logger;
@@ -102,9 +105,11 @@ export class BlockkitServer {
     const bus = o.bus ?? new LocalBus();
     const holdMs = (o.pollHoldSeconds ?? 30) * 1000;
     const auth = new AuthService(store, clock, bus);
+    const limits = new Limits(o.limits ?? {}, log.child({ module: "srv:limits" }), clock);
     const rateLimiter = new RateLimiter(
       { perSecond: o.rateLimitPerSecond ?? 1000, burst: 2 * (o.rateLimitPerSecond ?? 1000) },
       clock,
+      () => limits.bit("rate_limit"),
     );
     const commands = new CommandHub(
       store,
@@ -120,11 +125,12 @@ export class BlockkitServer {
       store,
       bus,
       auth,
-      accounts: new Accounts(store, auth, log.child({ module: "srv:accounts" }), clock, o.loginLimit),
+      accounts: new Accounts(store, auth, log.child({ module: "srv:accounts" }), clock, o.loginLimit, limits),
       rateLimiter,
+      limits,
       ingest: new Ingest(store, log.child({ module: "srv:ingest" })),
       commands,
-      activation: new Activation(store, bus, auth, log.child({ module: "srv:activation" }), { holdMs, awaitMs: 60_000 }, clock),
+      activation: new Activation(store, bus, auth, log.child({ module: "srv:activation" }), { holdMs, awaitMs: 60_000 }, limits, clock),
       devices: new DeviceService(store, commands),
       history: new HistoryService(store, clock),
       storeHealth: new StoreHealth(clock),

@@ -1,11 +1,12 @@
 /** Builds the two fastify instances: the API (REST under /rest/v0, auth pages at the root) and the stream listener. */
-import { createServer } from "node:http";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerFactory, LogController } from "fastify";
 import type { Logger } from "pino";
 import { fail } from "../../protocol/envelope.js";
 import { badRequest } from "../errors.js";
 import type { Services } from "../services/index.js";
 import { accountRoutes } from "./account.js";
+import type { LimitOptions, Limits } from "../services/limits.js";
+import { guardedServer } from "./connection-guard.js";
 import { installAuth } from "./auth.js";
 import { blockEventRoutes } from "./block-events.js";
 import { blockRoutes } from "./blocks.js";
@@ -34,37 +35,29 @@ declare module "fastify" {
 }
 
 /**
- * The HTTP server fastify would make (fastify.js getServerInstance, HTTP/1 branch), with a lane in
- * front of fastify's request listener.
+ * The HTTP server fastify would make (fastify.js getServerInstance, HTTP/1 branch), guarded by the
+ * server's limits (connection-guard.ts), with an optional lane in front of fastify's request listener.
  */
-function serverWithLane(lane: FastIngest): FastifyServerFactory {
-  return (handler, opts) => {
-    const server = createServer(lane.listener(handler as RequestListener));
-    // A client that half-closes right after its request (the Arduino Ethernet block library does,
-    // without reading the answer) has that request aborted by Node unless this is set
-    // (socketOnEnd in lib/_http_server.js): the reading would be lost. With it, the answer is
-    // written and then the socket is closed.
-    (server as unknown as { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
-    server.keepAliveTimeout = opts.keepAliveTimeout as number;
-    server.requestTimeout = opts.requestTimeout as number;
-    server.setTimeout(opts.connectionTimeout as number);
-    const perSocket = opts.maxRequestsPerSocket as number | undefined;
-    if (perSocket && perSocket > 0) server.maxRequestsPerSocket = perSocket;
-    return server;
-  };
+function serverFactory(s: Services, requestTimeoutMs: (o: LimitOptions) => number, lane?: FastIngest): FastifyServerFactory {
+  return (handler, opts) =>
+    guardedServer(lane ? lane.listener(handler as RequestListener) : (handler as RequestListener), s.limits, requestTimeoutMs, {
+      keepAliveTimeout: opts.keepAliveTimeout as number,
+      connectionTimeout: opts.connectionTimeout as number,
+      maxRequestsPerSocket: opts.maxRequestsPerSocket as number | undefined,
+    });
 }
 
-function baseFastify(log: Logger, bodyLimit: number, health: StoreHealth, serverFactory?: FastifyServerFactory): FastifyInstance {
+function baseFastify(log: Logger, bodyLimit: number, health: StoreHealth, limits: Limits, factory: FastifyServerFactory): FastifyInstance {
   const app = Fastify({
     loggerInstance: log,
-    ...(serverFactory ? { serverFactory } : {}),
+    serverFactory: factory,
     // Per-request lines are off: the ingest path is hot, and URLs carry credentials.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit,
     // Old clients send `DELETE` with a JSON content type and no body, or `/path/` with a slash.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
     return503OnClosing: true,
-    clientErrorHandler,
+    clientErrorHandler: clientErrorHandler(limits),
     forceCloseConnections: "idle",
     ajv: { customOptions: { coerceTypes: "array", removeAdditional: false, allErrors: false, keywords: SCHEMA_KEYWORDS } },
     // Errors raised before routing (a path segment over maxParamLength, bad percent-encoding):
@@ -112,7 +105,7 @@ function baseFastify(log: Logger, bodyLimit: number, health: StoreHealth, server
 export function buildApiApp(s: Services): FastifyInstance {
   // Block events on a cached token skip fastify's per-request machinery (fast-ingest.ts).
   const lane = new FastIngest(s, () => app);
-  const app = baseFastify(s.log.child({ module: "srv:http" }), JSON_BODY_LIMIT, s.storeHealth, serverWithLane(lane));
+  const app = baseFastify(s.log.child({ module: "srv:http" }), JSON_BODY_LIMIT, s.storeHealth, s.limits, serverFactory(s, (o) => o.requestTimeoutMs, lane));
   app.addHook("preClose", (done) => {
     lane.close();
     done();
@@ -148,7 +141,7 @@ export function buildApiApp(s: Services): FastifyInstance {
 
 /** The stream listener ({stream_url}): camera snapshots. */
 export function buildStreamApp(s: Services): FastifyInstance {
-  const app = baseFastify(s.log.child({ module: "srv:stream" }), SNAPSHOT_BODY_LIMIT, s.storeHealth);
+  const app = baseFastify(s.log.child({ module: "srv:stream" }), SNAPSHOT_BODY_LIMIT, s.storeHealth, s.limits, serverFactory(s, (o) => o.uploadTimeoutMs));
   installAuth(app, s);
   app.get("/healthz", async (_request, reply) => {
     const store = s.storeHealth.state();

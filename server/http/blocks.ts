@@ -55,7 +55,7 @@ export function blockRoutes(app: FastifyInstance, s: Services): void {
       s.rateLimiter.take(principal.tokenHash);
       return reply.send({ token: await s.activation.direct(nodeId, principal.userId) });
     }
-    const token = await s.activation.wait(nodeId, (cancel) => onClientGone(reply, cancel));
+    const token = await s.activation.wait(nodeId, (cancel) => onClientGone(reply, cancel), request.ip);
     if (token === null) return reply.code(204).send();
     return reply.send({ token });
   });

@@ -1,5 +1,7 @@
 /** The one place where errors become envelopes (DESIGN.md "Errors"). */
+import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Limits } from "../services/limits.js";
 import { fail } from "../../protocol/envelope.js";
 import { ServiceError, storeFailure, storeUnavailable } from "../errors.js";
 import type { StoreHealth } from "../services/store-health.js";
@@ -113,7 +115,7 @@ export function installErrorHandling(app: FastifyInstance, bodyLimit: number, he
 /** Answers of node:http's parser errors (before any route): status and the envelope's text. */
 const CLIENT_ERRORS: Record<string, [number, string, string]> = {
   HPE_HEADER_OVERFLOW: [431, "Request Header Fields Too Large", "request headers too large (limit 16 KiB in all)"],
-  ERR_HTTP_REQUEST_TIMEOUT: [408, "Request Timeout", "request timed out: headers and body must arrive within the request timeout"],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, "Request Timeout", "request timed out: the headers and the body did not arrive in time"],
 };
 
 /**
@@ -121,15 +123,18 @@ const CLIENT_ERRORS: Record<string, [number, string, string]> = {
  * limit, a request not received in time, bad framing) here, before fastify sees it. Answer with the
  * envelope, like every other refusal, then close the connection (its framing can't be trusted).
  */
-export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoException, socket: import("node:net").Socket): void {
-  if (err.code === "ECONNRESET" || socket.destroyed) return;
-  const [status, reason, message] = CLIENT_ERRORS[err.code ?? ""] ?? [400, "Bad Request", "malformed HTTP request"];
-  this.log.debug({ code: err.code, status }, "client error");
-  if (socket.writable) {
-    const body = JSON.stringify(fail(message));
-    socket.write(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  }
-  socket.destroy();
+export function clientErrorHandler(limits: Limits) {
+  return function onClientError(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket): void {
+    if (err.code === "ECONNRESET" || socket.destroyed) return;
+    const [status, reason, message] = CLIENT_ERRORS[err.code ?? ""] ?? [400, "Bad Request", "malformed HTTP request"];
+    if (status === 408) limits.bit("request_timeout", { address: socket.remoteAddress });
+    else this.log.debug({ code: err.code, status }, "client error");
+    if (socket.writable) {
+      const body = JSON.stringify(fail(message));
+      socket.write(
+        `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+    socket.destroy();
+  };
 }

@@ -6,9 +6,10 @@
  */
 import type { Logger } from "pino";
 import type { Bus } from "../bus/types.js";
-import { conflict, notFound } from "../errors.js";
+import { ServiceError, conflict, notFound } from "../errors.js";
 import type { Store } from "../store/types.js";
 import type { AuthService } from "./auth.js";
+import type { Limits } from "./limits.js";
 
 export interface ActivationOptions {
   /** Longest hold of an activation request, ms. Default 30 000. */
@@ -22,6 +23,9 @@ export class Activation {
   private readonly lastSeen = new Map<string, number>();
   private readonly held = new Map<string, Set<(token: string | null) => void>>();
   private readonly delivering = new Map<string, Promise<string | null>>();
+  /** Held requests per client address, and in all (limits.maxActivationHolds*). */
+  private readonly holdsByAddress = new Map<string, number>();
+  private holds = 0;
   private stopped = false;
 
   constructor(
@@ -30,6 +34,7 @@ export class Activation {
     private readonly auth: AuthService,
     private readonly log: Logger,
     private readonly options: ActivationOptions,
+    private readonly limits: Limits,
     private readonly clock: () => number = Date.now,
   ) {}
 
@@ -44,8 +49,39 @@ export class Activation {
     return seen !== undefined && this.clock() - seen <= this.options.awaitMs;
   }
 
-  /** The two-legged flow: resolves with the token once claimed, or null when the hold ends. */
-  async wait(nodeId: string, onAbort: (cancel: () => void) => void): Promise<string | null> {
+  /** Activation requests held now (metrics). */
+  get heldCount(): number {
+    return this.holds;
+  }
+
+  /**
+   * The two-legged flow: resolves with the token once claimed, or null when the hold ends. Throws
+   * 429 when `address` already holds its share of requests, or the server all it holds.
+   */
+  async wait(nodeId: string, onAbort: (cancel: () => void) => void, address = ""): Promise<string | null> {
+    const o = this.limits.options;
+    const mine = this.holdsByAddress.get(address) ?? 0;
+    if (mine >= o.maxActivationHoldsPerAddress && this.limits.capped(address)) {
+      this.limits.bit("activation_holds_per_address", { address, max: o.maxActivationHoldsPerAddress });
+      throw new ServiceError("RATE_LIMITED", `too many activation requests held from this address (limit ${o.maxActivationHoldsPerAddress}); ask again later`);
+    }
+    if (this.holds >= o.maxActivationHolds) {
+      this.limits.bit("activation_holds", { address, max: o.maxActivationHolds });
+      throw new ServiceError("RATE_LIMITED", "too many activation requests held; ask again later");
+    }
+    this.holds++;
+    this.holdsByAddress.set(address, mine + 1);
+    try {
+      return await this.hold(nodeId, onAbort);
+    } finally {
+      this.holds--;
+      const left = (this.holdsByAddress.get(address) ?? 1) - 1;
+      if (left <= 0) this.holdsByAddress.delete(address);
+      else this.holdsByAddress.set(address, left);
+    }
+  }
+
+  private async hold(nodeId: string, onAbort: (cancel: () => void) => void): Promise<string | null> {
     this.lastSeen.set(nodeId, this.clock());
     this.prune();
     const ready = await this.deliverPending(nodeId);

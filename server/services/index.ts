@@ -12,6 +12,7 @@ import type { Ingest } from "./ingest.js";
 import type { Accounts } from "./accounts/index.js";
 import type { RateLimiter } from "./rate-limit.js";
 import type { StoreHealth } from "./store-health.js";
+import type { Limits } from "./limits.js";
 
 export interface ServerSettings {
   /** Longest hold of the commands long-poll and of activation, ms. */
@@ -32,6 +33,8 @@ export interface Services {
   /** Sessions, login, CSRF key and OAuth (the settings pages). */
   accounts: Accounts;
   rateLimiter: RateLimiter;
+  /** Connection, timeout and hold limits, and the count of each time one bit. */
+  limits: Limits;
   ingest: Ingest;
   commands: CommandHub;
   activation: Activation;

@@ -15,6 +15,8 @@ export class RateLimiter {
   constructor(
     private readonly options: RateLimitOptions,
     private readonly clock: () => number = Date.now,
+    /** Told each time a bucket is found empty (the server counts it as a limit that bit). */
+    private readonly onLimited?: () => void,
   ) {}
 
   start(): void {
@@ -54,7 +56,10 @@ export class RateLimiter {
     // A clock that steps backwards refills nothing rather than draining the bucket.
     b.tokens = Math.min(this.options.burst, b.tokens + (Math.max(0, now - b.at) / 1000) * this.options.perSecond);
     b.at = now;
-    if (b.tokens < 1) return false;
+    if (b.tokens < 1) {
+      this.onLimited?.();
+      return false;
+    }
     b.tokens -= 1;
     return true;
   }

@@ -8,6 +8,7 @@ import { ServiceError } from "../../errors.js";
 import type { Store, UserRow } from "../../store/types.js";
 import type { AuthService } from "../auth.js";
 import { RateLimiter } from "../rate-limit.js";
+import type { Limits } from "../limits.js";
 import { verifyPassword } from "../secrets.js";
 import { OAuthService } from "./oauth.js";
 import { Sessions } from "./sessions.js";
@@ -37,6 +38,7 @@ export class Accounts {
     private readonly log: Logger,
     private readonly clock: () => number,
     limit: LoginLimitOptions = LOGIN_LIMIT_DEFAULTS,
+    private readonly limits?: Limits,
   ) {
     this.sessions = new Sessions(store, () => this.key, clock);
     this.oauth = new OAuthService(store, auth, clock);
@@ -79,7 +81,8 @@ export class Accounts {
    */
   async login(ip: string, name: string, password: string): Promise<UserRow | null> {
     if (!this.addressLimiter.tryTake(ip) || !this.loginLimiter.tryTake(`${ip}\u0000${name.toLowerCase()}`)) {
-      this.log.warn({ ip, user: name }, "login attempts rate-limited");
+      this.limits?.bit("login", { address: ip });
+      this.log.info({ ip, user: name }, "login attempts rate-limited");
       throw new ServiceError("RATE_LIMITED", "Too many login attempts. Wait a minute and try again.");
     }
     const user = await this.store.users.byName(name);

@@ -1,0 +1,49 @@
+/**
+ * The node:http servers of both listeners, with the limits of services/limits.ts: time for headers
+ * and for a whole request (a slow body is answered 408 and closed), connections per address and in
+ * total over both listeners (a connection over a cap is closed at once, before it costs a request).
+ */
+import { type RequestListener, type Server, createServer } from "node:http";
+import type { Socket } from "node:net";
+import type { LimitOptions, Limits } from "../services/limits.js";
+
+/** How often node:http checks the header and request timeouts, ms (its default, 30 s, lets a 10 s timeout run to 40). */
+const TIMEOUT_CHECK_MS = 1000;
+
+export interface ServerTimeouts {
+  keepAliveTimeout: number;
+  connectionTimeout: number;
+  maxRequestsPerSocket?: number;
+}
+
+/** A node:http server for fastify's `serverFactory`, guarded by `limits`. */
+export function guardedServer(
+  listener: RequestListener,
+  limits: Limits,
+  requestTimeoutMs: (o: LimitOptions) => number,
+  timeouts: ServerTimeouts,
+): Server {
+  const o = limits.options;
+  const server = createServer({ connectionsCheckingInterval: TIMEOUT_CHECK_MS }, listener);
+  // A client that half-closes right after its request (the Arduino Ethernet block library does,
+  // without reading the answer) has that request aborted by Node unless this is set
+  // (socketOnEnd in lib/_http_server.js): the reading would be lost. With it, the answer is
+  // written and then the socket is closed.
+  (server as unknown as { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  server.keepAliveTimeout = timeouts.keepAliveTimeout;
+  const request = requestTimeoutMs(o);
+  // node:http requires headersTimeout <= requestTimeout when both are set.
+  server.requestTimeout = request;
+  server.headersTimeout = request > 0 ? Math.min(o.headersTimeoutMs, request) : o.headersTimeoutMs;
+  server.setTimeout(timeouts.connectionTimeout);
+  if (timeouts.maxRequestsPerSocket && timeouts.maxRequestsPerSocket > 0) server.maxRequestsPerSocket = timeouts.maxRequestsPerSocket;
+  server.on("connection", (socket: Socket) => {
+    const address = socket.remoteAddress ?? "";
+    if (!limits.admit(address)) {
+      socket.destroy();
+      return;
+    }
+    socket.once("close", () => limits.release(address));
+  });
+  return server;
+}

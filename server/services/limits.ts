@@ -1,0 +1,138 @@
+/**
+ * What one client may hold of the server (connections, activation holds, time to send a request),
+ * and the record of each time a limit bit: a counter per limit (read by /metrics) and a log line
+ * per limit at most every `logEveryMs`, carrying how many times it bit since the last line.
+ */
+import { readFileSync } from "node:fs";
+import type { Logger } from "pino";
+
+export interface LimitOptions {
+  /**
+   * Open connections, both listeners and all addresses together (held long-polls count). Default:
+   * the process's open-file limit less 512 (kept for the store, callbacks and logs), at most 16,384.
+   */
+  maxConnections: number;
+  /** Open connections from one address (both listeners). Default 256. */
+  maxConnectionsPerAddress: number;
+  /**
+   * Addresses the per-address caps (connections, activation holds) do not apply to: the machine's
+   * own clients (a simulator, a gateway on the same host). Default 127.0.0.1 and ::1.
+   */
+  uncappedAddresses: readonly string[];
+  /** Time for a request's headers to arrive (also: a connection's first request), ms. Default 10,000. */
+  headersTimeoutMs: number;
+  /** Time for a whole request (headers and body) to arrive on the API listener, ms. Default 30,000. */
+  requestTimeoutMs: number;
+  /** The same on the stream listener (snapshot uploads of up to 10 MiB), ms. Default 120,000. */
+  uploadTimeoutMs: number;
+  /** Activation requests held at once, all addresses together. Default 10,000. */
+  maxActivationHolds: number;
+  /** Activation requests held at once from one address. Default 64. */
+  maxActivationHoldsPerAddress: number;
+  /** Shortest interval between two log lines about one limit, ms. Default 10,000. */
+  logEveryMs: number;
+}
+
+/** The soft limit of open files of this process (Linux), or undefined. */
+function openFileLimit(): number | undefined {
+  try {
+    const line = /^Max open files\s+(\d+)/m.exec(readFileSync("/proc/self/limits", "utf8"));
+    return line ? Number(line[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export const LIMIT_DEFAULTS: LimitOptions = {
+  maxConnections: Math.max(64, Math.min(16_384, (openFileLimit() ?? 16_896) - 512)),
+  maxConnectionsPerAddress: 256,
+  uncappedAddresses: ["127.0.0.1", "::1", "::ffff:127.0.0.1"],
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  uploadTimeoutMs: 120_000,
+  maxActivationHolds: 10_000,
+  maxActivationHoldsPerAddress: 64,
+  logEveryMs: 10_000,
+};
+
+/** The limits that can bite, as counted (`blockkit_limit_hits_total{limit}`). */
+export type LimitName =
+  | "connections"
+  | "connections_per_address"
+  | "request_timeout"
+  | "activation_holds"
+  | "activation_holds_per_address"
+  | "rate_limit"
+  | "login";
+
+export class Limits {
+  readonly options: LimitOptions;
+  /** Times each limit bit since start. */
+  readonly hits = new Map<LimitName, number>();
+  private readonly lastLog = new Map<LimitName, { at: number; since: number }>();
+  private readonly uncapped: ReadonlySet<string>;
+  private readonly byAddress = new Map<string, number>();
+  private open = 0;
+
+  constructor(
+    options: Partial<LimitOptions>,
+    private readonly log: Logger,
+    private readonly clock: () => number = Date.now,
+  ) {
+    this.options = Object.freeze({ ...LIMIT_DEFAULTS, ...options });
+    for (const [name, value] of Object.entries(this.options)) {
+      if (name === "uncappedAddresses") continue;
+      if (!(typeof value === "number" && Number.isFinite(value) && value >= 0)) {
+        throw new TypeError(`limits.${name} must be a non-negative number, got ${String(value)}`);
+      }
+    }
+    this.uncapped = new Set(this.options.uncappedAddresses);
+  }
+
+  /** Connections open now, both listeners (metrics). */
+  get openConnections(): number {
+    return this.open;
+  }
+
+  /** Whether the per-address caps apply to `address`. */
+  capped(address: string): boolean {
+    return !this.uncapped.has(address);
+  }
+
+  /** A new connection from `address`: true when it may stay (then `release` it once closed). */
+  admit(address: string): boolean {
+    const o = this.options;
+    if (this.open >= o.maxConnections) {
+      this.bit("connections", { address, max: o.maxConnections });
+      return false;
+    }
+    const n = this.byAddress.get(address) ?? 0;
+    if (n >= o.maxConnectionsPerAddress && this.capped(address)) {
+      this.bit("connections_per_address", { address, max: o.maxConnectionsPerAddress });
+      return false;
+    }
+    this.open++;
+    this.byAddress.set(address, n + 1);
+    return true;
+  }
+
+  release(address: string): void {
+    this.open--;
+    const left = (this.byAddress.get(address) ?? 1) - 1;
+    if (left <= 0) this.byAddress.delete(address);
+    else this.byAddress.set(address, left);
+  }
+
+  /** Records that a limit bit; `detail` goes into the log line (an address, a count). */
+  bit(limit: LimitName, detail: Record<string, unknown> = {}): void {
+    this.hits.set(limit, (this.hits.get(limit) ?? 0) + 1);
+    const now = this.clock();
+    const last = this.lastLog.get(limit);
+    if (last && now - last.at < this.options.logEveryMs) {
+      last.since++;
+      return;
+    }
+    this.log.warn({ limit, ...detail, times: (last?.since ?? 0) + 1 }, `limit reached: ${limit}`);
+    this.lastLog.set(limit, { at: now, since: 0 });
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * Hostile clients on real sockets: slow bodies and slow headers are answered 408 and closed, one
+ * address cannot hold more than its share of connections or activation holds, the server as a
+ * whole no more than its cap, and a normal client is still answered.
+ */
+import { type Socket, connect } from "node:net";
+import { Writable } from "node:stream";
+import pino from "pino";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { LimitOptions } from "../../../server/services/limits.js";
+import { type TestServer, startTestServer } from "../../helpers/server.js";
+
+interface Peer {
+  socket: Socket;
+  /** Everything the server sent. */
+  text: () => string;
+  closed: Promise<void>;
+  isClosed: () => boolean;
+}
+
+let servers: TestServer[] = [];
+let peers: Peer[] = [];
+afterEach(async () => {
+  for (const p of peers) p.socket.destroy();
+  peers = [];
+  await Promise.all(servers.map((t) => t.close()));
+  servers = [];
+});
+
+async function server(limits: Partial<LimitOptions>, logLines?: string[]): Promise<{ t: TestServer; port: number }> {
+  const logger = logLines
+    ? pino({ level: "warn" }, new Writable({ write: (chunk: Buffer, _e, done) => (logLines.push(chunk.toString()), done()) }))
+    : pino({ level: "silent" });
+  const t = await startTestServer({ limits, logger, pollHoldSeconds: 30 }, { listen: true });
+  servers.push(t);
+  return { t, port: new URL(t.baseUrl as string).port as unknown as number };
+}
+
+/** A raw TCP client from `from` (any 127.0.0.0/8 address) that sends `data` and keeps the socket. */
+function peer(port: number, data: string, from = "127.0.0.1"): Promise<Peer> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: "127.0.0.1", port, localAddress: from });
+    let text = "";
+    let closed = false;
+    const done = new Promise<void>((r) => socket.once("close", () => ((closed = true), r())));
+    socket.on("data", (c: Buffer) => (text += c.toString()));
+    socket.on("error", () => undefined);
+    socket.once("connect", () => {
+      if (data) socket.write(data);
+      const p = { socket, text: () => text, closed: done, isClosed: () => closed };
+      peers.push(p);
+      resolve(p);
+    });
+    socket.once("error", reject);
+  });
+}
+
+/** A plain GET /healthz on a connection of its own; resolves with the status line. */
+async function healthz(port: number, from = "127.0.0.1"): Promise<string> {
+  const p = await peer(port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", from);
+  await p.closed;
+  return p.text().split("\r\n")[0] ?? "";
+}
+
+const slowBody = (path: string) => `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 60000\r\n\r\nusername=a`;
+
+describe("slow clients and connection caps", () => {
+  it("a body that never arrives is answered 408 with the envelope and closed within the request timeout", async () => {
+    const lines: string[] = [];
+    const { port } = await server({ requestTimeoutMs: 600, headersTimeoutMs: 500 }, lines);
+    const started = Date.now();
+    const login = await peer(port, slowBody("/auth/login"));
+    const token = await peer(port, slowBody("/oauth/access_token"));
+    const headers = await peer(port, "GET /healthz HTTP/1.1\r\nHost: x\r\n");
+    await Promise.all([login.closed, token.closed, headers.closed]);
+    expect(Date.now() - started).toBeLessThan(5000);
+    for (const p of [login, token, headers]) {
+      expect(p.text()).toMatch(/^HTTP\/1\.1 408 /);
+      expect(p.text()).toContain('"result":0');
+    }
+    // Logged, once for the three (one line per limit every 10 s at most).
+    await vi.waitFor(() => expect(lines.filter((l) => l.includes("request_timeout"))).toHaveLength(1), { timeout: 2000 });
+    expect(await healthz(port)).toBe("HTTP/1.1 200 OK");
+  });
+
+  it("caps connections per address; other addresses are still served", async () => {
+    const { t, port } = await server({ maxConnectionsPerAddress: 5 });
+    for (let i = 0; i < 5; i++) await peer(port, slowBody("/auth/login"), "127.0.0.2");
+    const over = await peer(port, slowBody("/auth/login"), "127.0.0.2");
+    await over.closed;
+    expect(over.text()).toBe("");
+    expect(t.server.services.limits.hits.get("connections_per_address")).toBe(1);
+    expect(await healthz(port, "127.0.0.3")).toBe("HTTP/1.1 200 OK");
+    // The machine's own address is not capped per address (a simulator, a gateway on the host).
+    for (let i = 0; i < 6; i++) await peer(port, slowBody("/auth/login"), "127.0.0.1");
+    expect(await healthz(port, "127.0.0.1")).toBe("HTTP/1.1 200 OK");
+    expect(t.server.services.limits.hits.get("connections_per_address")).toBe(1);
+    // A connection that closes frees its place.
+    peers[0]?.socket.destroy();
+    await peers[0]?.closed;
+    await vi.waitFor(async () => expect(await healthz(port, "127.0.0.2")).toBe("HTTP/1.1 200 OK"), { timeout: 2000 });
+  });
+
+  it("caps connections in total, over both listeners", async () => {
+    const { t, port } = await server({ maxConnections: 6 });
+    const streamPort = (t.server.stream.server.address() as { port: number }).port;
+    for (let i = 0; i < 3; i++) await peer(port, slowBody("/auth/login"), `127.0.1.${i + 1}`);
+    for (let i = 0; i < 3; i++) await peer(streamPort, slowBody("/healthz"), "127.0.0.1");
+    const over = await peer(port, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", "127.0.0.1");
+    await over.closed;
+    expect(over.text()).toBe("");
+    expect(t.server.services.limits.hits.get("connections")).toBe(1);
+    expect(t.server.services.limits.openConnections).toBe(6);
+  });
+
+  it("caps activation holds per address and in total (429 with the envelope)", async () => {
+    const { t, port } = await server({ maxActivationHoldsPerAddress: 2, maxActivationHolds: 3 });
+    const hold = (n: number, from: string) => peer(port, `GET /rest/v0/block/ACTHOLD0000${n}/activate HTTP/1.1\r\nHost: x\r\n\r\n`, from);
+    await hold(1, "127.0.0.2");
+    await hold(2, "127.0.0.2");
+    await vi.waitFor(() => expect(t.server.services.activation.heldCount).toBe(2), { timeout: 2000 });
+    const third = await hold(3, "127.0.0.2");
+    await vi.waitFor(() => expect(third.text()).toMatch(/^HTTP\/1\.1 429 [\s\S]*too many activation requests held from this address/), { timeout: 2000 });
+    await hold(4, "127.0.0.3");
+    await vi.waitFor(() => expect(t.server.services.activation.heldCount).toBe(3), { timeout: 2000 });
+    const fifth = await hold(5, "127.0.0.4");
+    await vi.waitFor(() => expect(fifth.text()).toMatch(/^HTTP\/1\.1 429 [\s\S]*"result":0/), { timeout: 2000 });
+    // A hold that ends gives its place back.
+    peers[0]?.socket.destroy();
+    await vi.waitFor(() => expect(t.server.services.activation.heldCount).toBe(2), { timeout: 2000 });
+    await hold(6, "127.0.0.4");
+    await vi.waitFor(() => expect(t.server.services.activation.heldCount).toBe(3), { timeout: 2000 });
+  });
+});
