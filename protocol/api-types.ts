@@ -78,7 +78,7 @@ export type CallbackDelivery = CallbackPayload;
 /** GET /user (this implementation's own route): who the credential belongs to, and the server's version. */
 export interface UserJson {
   name: string;
-  /** `user`: a personal access token; `oauth`: an OAuth application's access token. */
-  credential: "user" | "oauth";
+  /** `user`: a personal access token; `oauth`: an OAuth application's access token; other kinds may follow (a browser session). */
+  credential: string;
   version: string;
 }
