@@ -69,6 +69,12 @@ describe("firmware, gateway and server", () => {
       return x.length > 0 ? x : null;
     }, 15_000);
     expect(h[0]?.v).toBe(25);
+    // The version the firmware answered the gateway's query with, on the version device.
+    const fw = await waitFor("the firmware version on the server", async () => {
+      const r = await srv.user("GET", `/device/${guid(1003)}`);
+      return r.status === 200 ? (r.body as { data: { meta: { config: { VERSION: { payload: { DA: string } } } } } }).data : null;
+    }, 15_000);
+    expect(fw.meta.config.VERSION.payload.DA).toBe("BK_1.0.0");
     for (const D of [5, 1002, 999]) {
       const r = await waitFor(`device ${D}`, async () => {
         const d = await srv.user("GET", `/device/${guid(D)}`);
