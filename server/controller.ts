@@ -24,6 +24,8 @@ import { RateLimiter } from "./services/rate-limit.js";
 import { type LimitOptions, Limits } from "./services/limits.js";
 import { newToken } from "./services/secrets.js";
 import { openStore } from "./store/index.js";
+import { StreamHub, type StreamHubOptions } from "./services/stream/hub.js";
+import { StreamPublisher } from "./services/stream/publisher.js";
 import type { Store } from "./store/types.js";
 import { StoreHealth } from "./services/store-health.js";
 
@@ -54,6 +56,8 @@ export interface ServerOptions {
   rateLimitPerSecond?: number;
   /** Connections, request timeouts and activation holds (docs/operations.md "Limits"). */
   limits?: Partial<LimitOptions>;
+  /** Caps and timers of the live stream (sockets per user, ping interval, send buffer). */
+  stream?: StreamHubOptions;
   /** Tuning of sub-devices, callbacks, rules and the camera (timeouts, retries); defaults suit production. */
   automation?: AutomationOptions;
   logger?: Logger;
@@ -118,6 +122,7 @@ export class BlockkitServer {
       { holdMs, ttlMs: (o.commandTtlSeconds ?? 60) * 1000 },
       clock,
     );
+    const events = new StreamPublisher(bus);
     const core = {
       settings: { pollHoldMs: holdMs, baseUrl: "", authUrl: "", streamUrl: "" },
       log,
@@ -130,8 +135,10 @@ export class BlockkitServer {
       limits,
       ingest: new Ingest(store, log.child({ module: "srv:ingest" })),
       commands,
-      activation: new Activation(store, bus, auth, log.child({ module: "srv:activation" }), { holdMs, awaitMs: 60_000 }, limits, clock),
-      devices: new DeviceService(store, commands),
+      activation: new Activation(store, bus, auth, log.child({ module: "srv:activation" }), { holdMs, awaitMs: 60_000 }, limits, clock, events),
+      devices: new DeviceService(store, commands, events),
+      events,
+      stream: new StreamHub(bus, log.child({ module: "srv:stream" }), o.stream),
       history: new HistoryService(store, clock),
       storeHealth: new StoreHealth(clock),
     };
@@ -144,6 +151,8 @@ export class BlockkitServer {
         ...o.automation,
       }),
     };
+    core.ingest.onCommitted(events.onCommitted);
+    this.services.automation.engine.onRun((userId, rid, ok, firedAt) => events.rule(userId, rid, ok, firedAt));
     this.api = buildApiApp(this.services);
     this.stream = buildStreamApp(this.services);
     await Promise.all([this.api.ready(), this.stream.ready()]);
@@ -152,6 +161,7 @@ export class BlockkitServer {
     // Loads the session key: before any request can arrive (nothing listens yet).
     await this.services.accounts.start();
     this.services.ingest.start();
+    this.services.stream.start();
     commands.start();
     await this.services.automation.start();
   }
@@ -188,6 +198,7 @@ export class BlockkitServer {
     // Answer held polls first so that closing the listeners does not wait for their holds.
     s.commands.stop();
     s.activation.stop();
+    s.stream.stop();
     await s.automation.stop();
     await Promise.all([this.api.close(), this.stream.close()]);
     await s.ingest.stop();

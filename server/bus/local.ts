@@ -25,6 +25,10 @@ export class LocalBus implements Bus {
     };
   }
 
+  hasSubscribers(channel: string): boolean {
+    return this.channels.has(channel);
+  }
+
   async close(): Promise<void> {
     this.channels.clear();
   }

@@ -24,6 +24,7 @@ import { JSON_BODY_LIMIT, REST_PREFIX, SNAPSHOT_BODY_LIMIT } from "./constants.j
 import { FastIngest, type RequestListener } from "./fast-ingest.js";
 import { MAX_JSON_DEPTH, SCHEMA_KEYWORDS, nestedDeeperThan } from "./schema-keywords.js";
 import type { StoreHealth } from "../services/store-health.js";
+import { closeRefusedUpgrades, streamRoutes } from "./stream.js";
 
 export { JSON_BODY_LIMIT, REST_PREFIX, SNAPSHOT_BODY_LIMIT } from "./constants.js";
 
@@ -112,6 +113,7 @@ export function buildApiApp(s: Services): FastifyInstance {
   });
   app.decorate("fastIngest", lane);
   installAuth(app, s);
+  closeRefusedUpgrades(app);
   app.get("/healthz", async (_request, reply) => {
     const store = s.storeHealth.state();
     // 503 while the store cannot write: a load balancer or a probe sees it without reading the body.
@@ -130,6 +132,7 @@ export function buildApiApp(s: Services): FastifyInstance {
       ruleRoutes(api, s);
       fileHostRoutes(api, s);
       accountRoutes(api, s);
+      streamRoutes(api, s);
     },
     { prefix: REST_PREFIX },
   );

@@ -9,6 +9,7 @@ import { isNodeId } from "../../protocol/guid.js";
 import { badRequest } from "../errors.js";
 import type { BlockPrincipal, UserPrincipal } from "../services/auth.js";
 import type { Services } from "../services/index.js";
+import { resolveUser } from "./session-auth.js";
 
 declare module "fastify" {
   interface FastifyContextConfig {
@@ -50,7 +51,7 @@ export function installAuth(app: FastifyInstance, s: Services): void {
   app.addHook("onRequest", async function authenticate(request) {
     const mode = request.routeOptions.config.auth;
     if (mode === "user") {
-      request.principal = await s.auth.user(request.query as Record<string, unknown>);
+      request.principal = await resolveUser(s, request);
       s.rateLimiter.take(request.principal.tokenHash);
     } else if (mode === "block") {
       const nodeId = (request.params as { nodeId?: string }).nodeId ?? "";

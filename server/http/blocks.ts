@@ -28,6 +28,13 @@ export function blockRoutes(app: FastifyInstance, s: Services): void {
     return ok();
   });
 
+  // An extension of the spec for the dashboard and the CLI: blocks awaiting activation that this
+  // user may claim (Activation.awaitingFor). "awaiting" is no node id (those have 12+ characters).
+  app.get("/block/awaiting", { config: user }, async (request) => {
+    const list = await s.activation.awaitingFor(userOf(request).userId, request.ip);
+    return ok(list.map((a) => ({ nodeid: a.nodeId, since: a.since })));
+  });
+
   app.get("/block/:nodeId", { config: user, schema: { params: NodeIdParam } }, async (request) => {
     const { nodeId } = request.params as { nodeId: string };
     const b = await s.store.blocks.get(nodeId);
@@ -37,10 +44,14 @@ export function blockRoutes(app: FastifyInstance, s: Services): void {
 
   app.delete("/block/:nodeId", { config: user, schema: { params: NodeIdParam } }, async (request) => {
     const { nodeId } = request.params as { nodeId: string };
+    const userId = userOf(request).userId;
     const b = await s.store.blocks.get(nodeId);
-    if (!b || b.user_id !== userOf(request).userId) throw notFound(`unknown block ${nodeId}`);
+    if (!b || b.user_id !== userId) throw notFound(`unknown block ${nodeId}`);
+    const gone = (await s.store.devices.list(userId)).filter((d) => d.node_id === nodeId);
     s.auth.forget(await s.store.blocks.remove(nodeId));
     s.ingest.forgetBlock(nodeId);
+    for (const d of gone) s.events.device(userId, d.guid, "deleted");
+    s.events.block(userId, nodeId, "unpaired");
     return ok();
   });
 

@@ -10,6 +10,10 @@ import { ServiceError, conflict, notFound } from "../errors.js";
 import type { Store } from "../store/types.js";
 import type { AuthService } from "./auth.js";
 import type { Limits } from "./limits.js";
+import type { StreamPublisher } from "./stream/publisher.js";
+
+/** Most blocks awaiting activation listed to one user. */
+const AWAITING_LIST_MAX = 50;
 
 export interface ActivationOptions {
   /** Longest hold of an activation request, ms. Default 30 000. */
@@ -26,6 +30,8 @@ export class Activation {
   /** Held requests per client address, and in all (limits.maxActivationHolds*). */
   private readonly holdsByAddress = new Map<string, number>();
   private holds = 0;
+  /** Blocks awaiting activation and not yet handed a token: node id -> the client address it asks from. */
+  private readonly asking = new Map<string, string>();
   private stopped = false;
 
   constructor(
@@ -36,6 +42,7 @@ export class Activation {
     private readonly options: ActivationOptions,
     private readonly limits: Limits,
     private readonly clock: () => number = Date.now,
+    private readonly events?: StreamPublisher,
   ) {}
 
   stop(): void {
@@ -72,7 +79,7 @@ export class Activation {
     this.holds++;
     this.holdsByAddress.set(address, mine + 1);
     try {
-      return await this.hold(nodeId, onAbort);
+      return await this.hold(nodeId, onAbort, address);
     } finally {
       this.holds--;
       const left = (this.holdsByAddress.get(address) ?? 1) - 1;
@@ -81,10 +88,15 @@ export class Activation {
     }
   }
 
-  private async hold(nodeId: string, onAbort: (cancel: () => void) => void): Promise<string | null> {
+  /** `address` is the block's client address (the dashboard lists unclaimed blocks to users who ask from the same address). */
+  private async hold(nodeId: string, onAbort: (cancel: () => void) => void, address: string): Promise<string | null> {
+    const fresh = !this.isAwaiting(nodeId) || !this.asking.has(nodeId);
     this.lastSeen.set(nodeId, this.clock());
+    this.asking.set(nodeId, address);
     this.prune();
+    if (fresh) this.announce(nodeId, address);
     const ready = await this.deliverPending(nodeId);
+    if (ready) this.asking.delete(nodeId);
     if (ready || this.stopped) return ready;
     return new Promise<string | null>((resolve) => {
       let set = this.held.get(nodeId);
@@ -99,6 +111,7 @@ export class Activation {
         s?.delete(finish);
         if (s?.size === 0) this.held.delete(nodeId);
         this.lastSeen.set(nodeId, this.clock());
+        if (token) this.asking.delete(nodeId);
         resolve(token);
       };
       set.add(finish);
@@ -122,6 +135,8 @@ export class Activation {
     if (!this.isAwaiting(nodeId)) throw notFound(`block ${nodeId} is not awaiting activation: start its activation first`);
     await this.store.blocks.claim(nodeId, userId, this.clock(), this.clock() + this.options.awaitMs);
     this.bus.publish(`act:${nodeId}`, "");
+    this.asking.delete(nodeId);
+    this.events?.block(userId, nodeId, "claimed");
   }
 
   /** The direct flow: claim for the user and hand the token over at once. */
@@ -130,7 +145,41 @@ export class Activation {
     if (block && block.user_id !== userId) throw conflict(`block ${nodeId} is claimed by another account`);
     const { token, row } = this.auth.mint(userId, "block", { nodeId });
     this.auth.forget((await this.store.blocks.claimWithToken(nodeId, userId, this.clock(), row)).revoked);
+    this.asking.delete(nodeId);
+    if (!block) this.events?.block(userId, nodeId, "claimed");
     return token;
+  }
+
+  /**
+   * Blocks awaiting activation that a user may claim, newest first: the user's own blocks asking
+   * again, and unclaimed blocks asking from the user's own client address (on a home network, the
+   * hub and the phone; a user elsewhere types the node id). At most AWAITING_LIST_MAX.
+   */
+  async awaitingFor(userId: number, address: string): Promise<{ nodeId: string; since: number }[]> {
+    const out: { nodeId: string; since: number }[] = [];
+    for (const [nodeId, from] of this.asking) {
+      if (!this.isAwaiting(nodeId)) {
+        this.asking.delete(nodeId);
+        continue;
+      }
+      const block = await this.store.blocks.get(nodeId);
+      const pending = block?.token_pending_until != null && block.token_pending_until >= this.clock();
+      if (pending) continue;
+      if (block ? block.user_id === userId : from === address) out.push({ nodeId, since: this.lastSeen.get(nodeId) ?? 0 });
+    }
+    return out.sort((a, b) => b.since - a.since).slice(0, AWAITING_LIST_MAX);
+  }
+
+  /** A block starts awaiting activation: its owner hears of it, or for an unclaimed one, its address. */
+  private announce(nodeId: string, address: string): void {
+    if (!this.events) return;
+    this.store.blocks.get(nodeId).then(
+      (block) => {
+        if (block) this.events?.block(block.user_id, nodeId, "awaiting");
+        else this.events?.awaiting(nodeId, address);
+      },
+      (err: unknown) => this.log.warn({ err, nodeId }, "announcing a block awaiting activation failed"),
+    );
   }
 
   /** Issues the token of a claimed block whose token is pending; null when there is none. */
@@ -154,6 +203,11 @@ export class Activation {
   private prune(): void {
     if (this.lastSeen.size < 10_000) return;
     const cutoff = this.clock() - this.options.awaitMs;
-    for (const [node, seen] of this.lastSeen) if (seen < cutoff && !this.held.has(node)) this.lastSeen.delete(node);
+    for (const [node, seen] of this.lastSeen) {
+      if (seen < cutoff && !this.held.has(node)) {
+        this.lastSeen.delete(node);
+        this.asking.delete(node);
+      }
+    }
   }
 }

@@ -27,7 +27,8 @@ export interface IssueOptions {
 
 export interface UserPrincipal {
   userId: number;
-  via: "user" | "oauth";
+  /** The credential: a personal token, an OAuth token, or a browser session (the dashboard). */
+  via: "user" | "oauth" | "session";
   tokenHash: string;
 }
 

@@ -5,6 +5,7 @@ import { numericValue } from "../../protocol/history.js";
 import { badRequest, notFound } from "../errors.js";
 import type { DeviceRow, Store } from "../store/types.js";
 import type { CommandHub } from "./commands.js";
+import type { StreamPublisher } from "./stream/publisher.js";
 
 /** Adds the sub-devices of devices to their JSON (the automation layer provides it). */
 export type SubDeviceView = (deviceIds: number[]) => Promise<Map<number, Record<string, SubDeviceJson>>>;
@@ -22,7 +23,13 @@ export class DeviceService {
   constructor(
     private readonly store: Store,
     private readonly commands: CommandHub,
+    private readonly events?: StreamPublisher,
   ) {}
+
+  /** Tells the live stream that what the device JSON shows changed (name, sub-devices). */
+  changed(row: Pick<DeviceRow, "user_id" | "guid">): void {
+    this.events?.device(row.user_id, row.guid, "updated");
+  }
 
   setSubDeviceView(view: SubDeviceView): void {
     this.subDeviceView = view;
@@ -88,10 +95,12 @@ export class DeviceService {
 
   async rename(row: DeviceRow, shortName: string): Promise<void> {
     await this.store.devices.setShortName(row.id, shortName);
+    this.changed(row);
   }
 
   async remove(userId: number, guid: string): Promise<void> {
     const row = await this.owned(userId, guid);
     await this.store.devices.remove(row.id);
+    this.events?.device(row.user_id, row.guid, "deleted");
   }
 }

@@ -13,6 +13,8 @@ import type { Accounts } from "./accounts/index.js";
 import type { RateLimiter } from "./rate-limit.js";
 import type { StoreHealth } from "./store-health.js";
 import type { Limits } from "./limits.js";
+import type { StreamHub } from "./stream/hub.js";
+import type { StreamPublisher } from "./stream/publisher.js";
 
 export interface ServerSettings {
   /** Longest hold of the commands long-poll and of activation, ms. */
@@ -40,6 +42,10 @@ export interface Services {
   activation: Activation;
   devices: DeviceService;
   history: HistoryService;
+  /** Publishes the live stream's events on the bus (after commit, for readings). */
+  events: StreamPublisher;
+  /** The live stream's sockets on this process. */
+  stream: StreamHub;
   /** Sub-devices, callbacks delivery, rules and the camera (issue 3). */
   automation: Automation;
   /** Whether the store writes, for /healthz (store-health.ts). */

@@ -101,6 +101,7 @@ export class SubDeviceService {
     validate(row, parent, userId);
     while (await this.store.subdevices.get(parent.id, row.sid)) row.sid = newSid();
     await this.store.subdevices.add(row);
+    this.devices.changed(parent);
     return token === undefined ? { id: row.sid } : { id: row.sid, token };
   }
 
@@ -125,12 +126,14 @@ export class SubDeviceService {
     }
     validate(next, parent, userId);
     await this.store.subdevices.update(next);
+    this.devices.changed(parent);
     return token === undefined ? {} : { token };
   }
 
   async remove(userId: number, guid: string, sid: string): Promise<void> {
-    const { sub } = await this.find(userId, guid, sid);
+    const { parent, sub } = await this.find(userId, guid, sid);
     await this.store.subdevices.remove(sub.id);
+    this.devices.changed(parent);
   }
 
   /** Actuation counts per interval (history's interval rules; without interval, one point per actuation). */

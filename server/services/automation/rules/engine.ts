@@ -28,6 +28,9 @@ export interface RuleEngineOptions {
 /** Bus channel announcing a changed rule id, so that every process's index follows CRUD. */
 export const RULES_CHANNEL = "rules:changed";
 
+/** Hears of each run once its history row is written (the live stream's rule frames). */
+export type RunListener = (userId: number, rid: number, ok: boolean, firedAt: number) => void;
+
 /** Delay before run history is written, ms. */
 const RECORD_DELAY_MS = 20;
 
@@ -50,7 +53,8 @@ export class RuleEngine {
   private readonly abort = new AbortController();
   private readonly historyKeep: number;
   private readonly maxPending: number;
-  private unrecorded: RuleRunRow[] = [];
+  private unrecorded: { run: RuleRunRow; userId: number }[] = [];
+  private readonly runListeners: RunListener[] = [];
   private unsubscribe: () => void = () => {};
   private readonly tag = randomUUID();
   private flushing: Promise<void> | null = null;
@@ -78,6 +82,10 @@ export class RuleEngine {
       this.reload(Number(rid)).catch((err: unknown) => this.log.error({ err, rid }, "reloading a changed rule failed"));
     });
     for (const row of await this.store.rules.all()) await this.sync(row);
+  }
+
+  onRun(listener: RunListener): void {
+    this.runListeners.push(listener);
   }
 
   /** Tells the engines of other processes that a rule changed (this one was synced already). */
@@ -214,23 +222,29 @@ export class RuleEngine {
       this.log.info({ rid: rule.id, error }, "rule run stopped");
     }
     if (rule.removed) return;
-    this.record({ rule_id: rule.id, ts: firedAt, ok: error === null, steps, error });
+    this.record({ rule_id: rule.id, ts: firedAt, ok: error === null, steps, error }, rule.userId);
   }
 
   /**
    * Run history is written in batches a few ms later, in one transaction: off the path of the
    * command that the run just queued, and one disk sync for many runs.
    */
-  private record(run: RuleRunRow): void {
-    this.unrecorded.push(run);
+  private record(run: RuleRunRow, userId: number): void {
+    this.unrecorded.push({ run, userId });
     this.flushing ??= new Promise<void>((resolve) => {
       setTimeout(() => {
         const runs = this.unrecorded.splice(0);
         this.flushing = null;
         this.store.rules
-          .addRuns(runs, this.historyKeep)
+          .addRuns(
+            runs.map((r) => r.run),
+            this.historyKeep,
+          )
           .catch((err: unknown) => this.log.warn({ err, runs: runs.length }, "recording rule runs failed"))
-          .finally(resolve);
+          .finally(() => {
+            for (const { run, userId } of runs) for (const l of this.runListeners) l(userId, run.rule_id, run.ok, run.ts);
+            resolve();
+          });
       }, RECORD_DELAY_MS);
     });
   }
