@@ -7,8 +7,14 @@ import { type Report, summaryLines, writeReport } from "../simulator/report.js";
 import { SimRunner } from "../simulator/runner.js";
 import { overrideWithFlags, scenarioFromFlags } from "../simulator/scenario/defaults.js";
 import { type LoadedScenario, ScenarioError, validateScenario } from "../simulator/scenario/parse.js";
+import { availableParallelism } from "node:os";
+import { type CleanupResult, nodePrefix } from "../simulator/cleanup.js";
 import { fleetDoesNotFit, openFileLimit } from "../simulator/fd-limit.js";
-import { nodePrefix } from "../simulator/cleanup.js";
+import { blocksInPart, workerPart } from "../simulator/part.js";
+import type { FleetPart } from "../simulator/report.js";
+import { type ViewSource, runnerSource } from "../simulator/tui/view.js";
+import { WorkerPool } from "../simulator/workers/pool.js";
+import { runWorker } from "../simulator/workers/worker.js";
 import type { SimFlags } from "./sim.js";
 import { target } from "./sim-target.js";
 
@@ -41,17 +47,29 @@ export function buildScenario(f: SimFlags): LoadedScenario {
   return validateScenario(doc);
 }
 
-async function runTui(runner: SimRunner): Promise<Report> {
+async function runTui(source: ViewSource, finished: Promise<Report>): Promise<Report> {
   const { render } = await import("ink");
   const { App } = await import("../simulator/tui/app.js");
-  const { runnerSource } = await import("../simulator/tui/view.js");
-  const ui = render(createElement(App, { source: runnerSource(runner) }), { exitOnCtrlC: false });
+  const ui = render(createElement(App, { source }), { exitOnCtrlC: false });
   try {
-    return await runner.finished;
+    return await finished;
   } finally {
-    ui.rerender(createElement(App, { source: runnerSource(runner) }));
+    ui.rerender(createElement(App, { source }));
     ui.unmount();
   }
+}
+
+/** Processes for the fleet: --workers, else the cores, but no more than one per BLOCKS_PER_WORKER blocks. */
+const BLOCKS_PER_WORKER = 1000;
+
+function workerCount(flags: SimFlags, blocks: number): number {
+  if (flags.workers !== undefined) return Math.min(flags.workers, blocks);
+  return Math.max(1, Math.min(availableParallelism(), Math.ceil(blocks / BLOCKS_PER_WORKER)));
+}
+
+interface Outcome {
+  report: Report;
+  cleanup: CleanupResult | null;
 }
 
 export async function runSim(flags: SimFlags): Promise<void> {
@@ -63,23 +81,34 @@ export async function runSim(flags: SimFlags): Promise<void> {
     process.stderr.write(`blockkit sim: ${(err as Error).message}\n`);
     process.exit(2);
   }
-  const refusal = fleetDoesNotFit(scenario.blocks.count, targets.length, openFileLimit());
+  const first = targets[0] as (typeof targets)[number];
+  const runnerFor = (part: FleetPart | null): SimRunner =>
+    new SimRunner({
+      scenario,
+      part,
+      baseUrl: first.baseUrl,
+      streamUrl: first.streamUrl,
+      targets,
+      token,
+      callbackHost: flags.callbackHost,
+      callbackPublicHost: flags.callbackPublicHost,
+      drainTimeoutMs: flags.drain * 1000,
+    });
+  if (flags.workerPart) {
+    await runWorker(runnerFor(flags.workerPart));
+    return;
+  }
+  const shard = flags.shard ?? null;
+  const workers = workerCount(flags, blocksInPart(scenario.blocks.count, shard));
+  const parts = workers > 1 ? Array.from({ length: workers }, (_v, w) => workerPart(shard ?? { index: 0, count: 1 }, w, workers)) : [shard];
+  const refusal = fleetDoesNotFit(Math.max(...parts.map((p) => blocksInPart(scenario.blocks.count, p))), targets.length, openFileLimit());
   if (refusal) {
     process.stderr.write(`blockkit sim: ${refusal}\n`);
     process.exit(2);
   }
-  const first = targets[0] as (typeof targets)[number];
-  const runner = new SimRunner({
-    scenario,
-    baseUrl: first.baseUrl,
-    streamUrl: first.streamUrl,
-    targets,
-    token,
-    callbackHost: flags.callbackHost,
-    callbackPublicHost: flags.callbackPublicHost,
-    drainTimeoutMs: flags.drain * 1000,
-  });
   const prefix = nodePrefix(scenario.blocks.node_id, scenario.seed);
+  const tui = !flags.headless && process.stdout.isTTY === true && process.stdin.isTTY === true;
+  let stop: () => void = () => undefined;
   let signals = 0;
   const onSignal = (): void => {
     if (++signals > 1) {
@@ -87,28 +116,50 @@ export async function runSim(flags: SimFlags): Promise<void> {
       process.exit(130);
     }
     if (scenario.cleanup) process.stderr.write("stopping: draining, then cleaning up (Ctrl-C again to quit at once)\n");
-    runner.requestStop();
+    stop();
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
-  let report: Report;
-  try {
-    await runner.start();
-    const tui = !flags.headless && process.stdout.isTTY === true && process.stdin.isTTY === true;
-    report = tui ? await runTui(runner) : await runHeadless(runner, { progressMs: flags.progress * 1000 });
-  } catch (err) {
-    process.stderr.write(`blockkit sim: the run failed: ${(err as Error).message}\n`);
-    await runner.stop().catch(() => undefined);
-    process.exit(3);
+  let outcome: Outcome;
+  if (workers > 1) {
+    const pool = new WorkerPool({ args: process.argv.slice(2), parts: parts as FleetPart[], shard });
+    stop = () => pool.requestStop();
+    try {
+      await pool.start();
+      const report = tui ? await runTui(pool.source(), pool.finished) : await runHeadless(pool, { progressMs: flags.progress * 1000 });
+      outcome = { report, cleanup: pool.cleanupResult() };
+    } catch (err) {
+      process.stderr.write(`blockkit sim: the run failed: ${(err as Error).message}\n`);
+      pool.kill();
+      process.exit(3);
+    }
+  } else {
+    const runner = runnerFor(shard);
+    stop = () => runner.requestStop();
+    try {
+      await runner.start();
+      const report = tui ? await runTui(runnerSource(runner), runner.finished) : await runHeadless(runner, { progressMs: flags.progress * 1000 });
+      await runner.stop();
+      outcome = { report, cleanup: runner.cleanupResult };
+    } catch (err) {
+      process.stderr.write(`blockkit sim: the run failed: ${(err as Error).message}\n`);
+      await runner.stop().catch(() => undefined);
+      process.exit(3);
+    }
   }
-  await runner.stop();
+  const { report, cleanup } = outcome;
   if (flags.report) writeReport(flags.report, report);
+  if (workers > 1) process.stderr.write(`${workers} worker processes, ${parts.map((p) => `part ${p?.index}/${p?.count}`).join(", ")}\n`);
   for (const line of summaryLines(report)) process.stderr.write(`${line}\n`);
-  const c = runner.cleanupResult;
-  if (c) {
-    process.stderr.write(`cleanup: ${c.blocks} blocks unpaired, ${c.callbacks} callbacks removed${c.failed.length > 0 ? `, ${c.failed.length} failed` : ""}\n`);
-    for (const f of c.failed.slice(0, 10)) process.stderr.write(`cleanup failed: ${f}\n`);
-    if (c.failed.length > 0) process.stderr.write(`retry with: blockkit sim cleanup --node-prefix ${prefix}\n`);
+  if (cleanup) {
+    process.stderr.write(`cleanup: ${cleanup.blocks} blocks unpaired, ${cleanup.callbacks} callbacks removed${cleanup.failed.length > 0 ? `, ${cleanup.failed.length} failed` : ""}\n`);
+    for (const f of cleanup.failed.slice(0, 10)) process.stderr.write(`cleanup failed: ${f}\n`);
+    if (cleanup.failed.length > 0) process.stderr.write(`retry with: blockkit sim cleanup --node-prefix ${prefix}\n`);
+  }
+  if (shard) {
+    // A shard's thresholds speak of the whole fleet: `sim merge` checks them on the merged reports.
+    process.stderr.write(`shard ${shard.index}/${shard.count}: the thresholds are checked on the merge (blockkit sim merge REPORT…)\n`);
+    process.exit(report.blocks.activated > 0 ? 0 : 1);
   }
   process.exit(report.passed ? 0 : 1);
 }

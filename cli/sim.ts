@@ -2,9 +2,10 @@
  * `blockkit sim`: options only. The simulator itself (ink, react, the fleet) is loaded when the
  * command runs, so that other commands (the gateway on a Pi) do not pay for it in memory.
  */
-import { type Command, InvalidArgumentError } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import { positiveInt, positiveNumber } from "./options.js";
 import { registerCleanup } from "./sim-cleanup.js";
+import { registerMerge } from "./sim-merge.js";
 import { registerReplay } from "./sim-replay.js";
 import { addTargetOptions } from "./sim-target.js";
 
@@ -29,6 +30,15 @@ export interface SimFlags {
   progress: number;
   drain: number;
   cleanup?: boolean;
+  shard?: FleetPartFlag;
+  workers?: number;
+  /** Internal: this process is worker `index` of the part's processes (cli/sim-workers.ts). */
+  workerPart?: FleetPartFlag;
+}
+
+export interface FleetPartFlag {
+  index: number;
+  count: number;
 }
 
 function wholeOrZero(value: string): number {
@@ -61,10 +71,20 @@ export function registerSim(program: Command): void {
     .option("--progress <seconds>", "headless progress line interval", positiveNumber, 2)
     .option("--drain <seconds>", "longest wait at the end for unacknowledged readings and commands", positiveNumber, 15)
     .option("--cleanup", "at the end (also after Ctrl-C) remove the run's callbacks and unpair its blocks")
+    .option("--shard <i/n>", "run shard i of n of the scenario (n machines together run all of it; merge their reports with `sim merge`)", part)
+    .option("--workers <n>", "processes to run the fleet in, with one merged TUI or report (default: the number of cores)", positiveInt)
+    .addOption(new Option("--worker-part <i/n>").hideHelp().argParser(part))
     .action(async (flags: SimFlags) => {
       const { runSim } = await import("./sim-run.js");
       await runSim(flags);
     });
   registerReplay(sim);
   registerCleanup(sim);
+  registerMerge(sim);
+}
+
+function part(value: string): FleetPartFlag {
+  const m = /^(\d{1,6})\/(\d{1,6})$/.exec(value);
+  if (!m || Number(m[2]) < 1 || Number(m[1]) >= Number(m[2])) throw new InvalidArgumentError(`"${value}" is not i/n with 0 <= i < n (e.g. 0/4)`);
+  return { index: Number(m[1]), count: Number(m[2]) };
 }

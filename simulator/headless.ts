@@ -1,7 +1,8 @@
 /** Headless mode: progress lines and log entries on stderr while the run goes. */
 import type { Writable } from "node:stream";
+import type { LogEntry } from "./event-log.js";
 import type { Report } from "./report.js";
-import type { SimRunner } from "./runner.js";
+import type { RunStatus } from "./status.js";
 import { duration, ms } from "./tui/format.js";
 
 export interface HeadlessOptions {
@@ -10,23 +11,29 @@ export interface HeadlessOptions {
   out?: Writable;
 }
 
-export function progressLine(r: SimRunner): string {
-  const c = r.metrics.counters;
-  const rate = r.ackRate();
-  const when = r.phase === "running" ? `${duration(r.measuredMs())}/${duration(r.scenario.duration_s * 1000)}` : r.phase;
+/** What a headless run follows: one SimRunner (runnerStatus) or the workers of --workers. */
+export interface RunHandle {
+  status(): RunStatus;
+  onLog(listener: (e: LogEntry) => void): void;
+  finished: Promise<Report>;
+}
+
+export function progressLine(s: RunStatus): string {
+  const c = s.metrics.counters;
+  const when = s.phase === "running" ? `${duration(s.measuredMs)}/${duration(s.durationMs)}` : s.phase;
   return (
-    `[${when}] blocks ${r.fleet.activated}/${r.fleet.planned} sent ${c.events_sent} acked ${c.events_acked} (${rate}/s) ` +
+    `[${when}] blocks ${s.blocks.activated}/${s.blocks.planned} sent ${c.events_sent} acked ${c.events_acked} (${s.ackRate}/s) ` +
     `errors ${c.errors} cmd ${c.commands_received}/${c.commands_sent} cb ${c.callbacks_received} ` +
-    `p99 ingest ${ms(r.metrics.ingest.percentile(99))} cmd ${ms(r.metrics.command.percentile(99))} cb ${ms(r.metrics.callback.percentile(99))} ms ` +
-    `cpu ${Math.round(r.load.current)}%`
+    `p99 ingest ${ms(s.metrics.ingest.p99)} cmd ${ms(s.metrics.command.p99)} cb ${ms(s.metrics.callback.p99)} ms ` +
+    `cpu ${Math.round(s.cpuPercent)}%`
   );
 }
 
 /** Runs to the end, writing progress; resolves with the report. */
-export async function runHeadless(r: SimRunner, o: HeadlessOptions = {}): Promise<Report> {
+export async function runHeadless(r: RunHandle, o: HeadlessOptions = {}): Promise<Report> {
   const out = o.out ?? process.stderr;
-  r.log.onEntry((e) => out.write(`${e.level}: ${e.text}\n`));
-  const t = setInterval(() => out.write(`${progressLine(r)}\n`), o.progressMs ?? 2000);
+  r.onLog((e) => out.write(`${e.level}: ${e.text}\n`));
+  const t = setInterval(() => out.write(`${progressLine(r.status())}\n`), o.progressMs ?? 2000);
   try {
     return await r.finished;
   } finally {

@@ -37,8 +37,18 @@ export interface Report {
     bottleneck: Bottleneck;
     reason: string;
   };
+  /** Which part of the scenario this process ran (`--shard`, `--workers`); null: all of it. */
+  part: FleetPart | null;
+  /** The latency histograms (HdrHistogram, compressed base64), so reports merge exactly (merge.ts). */
+  histograms: { ingest: string; command: string; callback: string };
   thresholds: ThresholdResult[];
   passed: boolean;
+}
+
+/** Part `index` of `count`: the blocks whose index i has i % count === index. */
+export interface FleetPart {
+  index: number;
+  count: number;
 }
 
 export interface ReportInput {
@@ -56,6 +66,8 @@ export interface ReportInput {
   commandsInFlight: number;
   /** The fleet's send window over the measured window. */
   window: WindowSummary;
+  part?: FleetPart | null;
+  histograms: Report["histograms"];
 }
 
 /** Above these the simulator itself limits the run. */
@@ -163,6 +175,8 @@ export function buildReport(i: ReportInput): Report {
       cpu_us_per_event: i.measuredAcked > 0 ? Math.round(((i.load.cpu_user_ms + i.load.cpu_system_ms) * 1e5) / i.measuredAcked) / 100 : null,
       ...bottleneck(i),
     },
+    part: i.part ?? null,
+    histograms: i.histograms,
   };
   const thresholds = checkThresholds(i.scenario.thresholds, metricTable(base));
   // A run in which no block could activate tested nothing, whatever the thresholds say.
@@ -182,7 +196,7 @@ export function summaryLines(r: Report): string[] {
     lat("ingest ack", r.latency_ms.ingest),
     lat("command round trip", r.latency_ms.command),
     `${lat("callback delivery", r.latency_ms.callback)}, ${r.counts.callbacks_received} deliveries on ${r.counts.callback_devices} devices`,
-    `simulator: CPU ${r.simulator.cpu_percent}% (max ${r.simulator.cpu_percent_max}%, ${r.simulator.cpu_us_per_event ?? "-"} µs/event), loop delay p99 ${r.simulator.loop_delay_p99_ms} ms; bottleneck: ${r.simulator.bottleneck} (${r.simulator.reason})`,
+    `simulator: CPU ${r.simulator.cpu_percent}% (max ${r.simulator.cpu_percent_max}%, ${r.simulator.cpu_us_per_event ?? "-"} µs/event), loop delay p99 ${ms(r.simulator.loop_delay_p99_ms)} ms; bottleneck: ${r.simulator.bottleneck} (${r.simulator.reason})`,
   ];
   if (r.blocks.activated === 0) lines.push("FAIL: no block activated (is the server reachable, and the token a user access token?)");
   for (const t of r.thresholds) lines.push(`threshold ${t.passed ? "ok  " : "FAIL"} ${t.text} (actual ${t.actual ?? "no data"})`);

@@ -7,7 +7,7 @@ import { Agent } from "undici";
 import { ApiClient } from "../protocol/api-client.js";
 import { CallbackReceiver } from "./callback-receiver.js";
 import { type CleanupResult, cleanupFleet } from "./cleanup.js";
-import { EventLog } from "./event-log.js";
+import { EventLog, type LogEntry } from "./event-log.js";
 import { CallbackRegistrar } from "./fleet/callbacks.js";
 import { Chaos } from "./fleet/chaos.js";
 import { CommandDriver } from "./fleet/commands.js";
@@ -16,6 +16,9 @@ import { SelfLoad } from "./metrics/load.js";
 import { Metrics } from "./metrics/metrics.js";
 import { Random } from "./random.js";
 import { type Report, buildReport } from "./report.js";
+import { scenarioPart } from "./part.js";
+import { type RunStatus, runnerStatus } from "./status.js";
+import type { FleetPart } from "./report.js";
 import type { LoadedScenario } from "./scenario/parse.js";
 
 export type RunPhase = "starting" | "ramping" | "warmup" | "running" | "draining" | "done";
@@ -27,6 +30,8 @@ export interface SimOptions {
   streamUrl?: string;
   /** Several servers of one cluster: blocks are spread round robin over them (the first takes the user's API calls). */
   targets?: { baseUrl: string; streamUrl?: string }[];
+  /** Run only this part of the scenario (--shard, --workers; simulator/part.ts). */
+  part?: FleetPart | null;
   /** The user access token: direct activation, command PUTs, callbacks, claims. */
   token: string;
   /** Address of the callback receiver. Default 127.0.0.1, port 0. */
@@ -68,13 +73,18 @@ export class SimRunner {
   private resolveFinished!: (r: Report) => void;
   private rejectFinished!: (e: unknown) => void;
 
+  /** The scenario as this process runs it (its part's share of the fleet-wide rates). */
+  private readonly s: LoadedScenario;
+
   constructor(private readonly o: SimOptions) {
+    this.s = scenarioPart(o.scenario, o.part);
     if (!o.token) throw new TypeError("SimRunner: a user access token is required");
     this.clock = o.clock ?? Date.now;
     const log = (level: "info" | "warn" | "error", text: string): void => this.log.add(level, text);
     this.api = new ApiClient({ baseUrl: o.baseUrl, streamUrl: o.streamUrl, token: o.token, dispatcher: this.apiDispatcher, timeoutMs: 15_000 });
     this.fleet = new Fleet({
-      scenario: o.scenario,
+      scenario: this.s,
+      part: o.part,
       baseUrl: o.baseUrl,
       streamUrl: o.streamUrl,
       targets: o.targets,
@@ -85,19 +95,28 @@ export class SimRunner {
       onCommand: (b, d, cmd) => this.commands.arrived(b, d, cmd),
       clock: o.clock,
     });
-    const rng = new Random(o.scenario.seed);
-    this.commands = new CommandDriver(this.fleet, this.api, this.metrics, o.scenario.commands.rate, rng.child("commands"), log, this.clock);
-    this.chaos = new Chaos(this.fleet, o.scenario.seed, log);
+    const rng = new Random(this.s.seed);
+    this.commands = new CommandDriver(this.fleet, this.api, this.metrics, this.s.commands.rate, rng.child(o.part ? `commands/${o.part.index}` : "commands"), log, this.clock);
+    this.chaos = new Chaos(this.fleet, this.s.seed, log);
     this.receiver = new CallbackReceiver(this.metrics, { host: o.callbackHost, port: o.callbackPort, publicHost: o.callbackPublicHost, clock: this.clock });
-    this.callbacks = new CallbackRegistrar(this.fleet, this.api, this.receiver, this.metrics, o.scenario.callbacks.devices, log);
+    this.callbacks = new CallbackRegistrar(this.fleet, this.api, this.receiver, this.metrics, this.s.callbacks.devices, log);
     this.finished = new Promise<Report>((resolve, reject) => {
       this.resolveFinished = resolve;
       this.rejectFinished = reject;
     });
   }
 
+  /** The run now, for the progress lines and the TUI. */
+  status(): RunStatus {
+    return runnerStatus(this);
+  }
+
+  onLog(listener: (e: LogEntry) => void): void {
+    this.log.onEntry(listener);
+  }
+
   get scenario(): LoadedScenario {
-    return this.o.scenario;
+    return this.s;
   }
 
   async start(): Promise<void> {
@@ -106,7 +125,7 @@ export class SimRunner {
     await this.receiver.start();
     this.callbacks.plan();
     this.phase = "ramping";
-    this.metrics.recording = this.o.scenario.warmup_s === 0;
+    this.metrics.recording = this.s.warmup_s === 0;
     this.fleet.start();
     this.ticker = setInterval(() => this.tick(), 1000);
     this.commands.start();
@@ -114,7 +133,7 @@ export class SimRunner {
   }
 
   private async run(): Promise<Report> {
-    const s = this.o.scenario;
+    const s = this.s;
     const ended = new Promise<void>((resolve) => {
       this.endRequested = resolve;
     });
@@ -176,7 +195,7 @@ export class SimRunner {
   }
 
   remainingMs(): number {
-    return Math.max(0, this.o.scenario.duration_s * 1000 - this.measuredMs());
+    return Math.max(0, this.s.duration_s * 1000 - this.measuredMs());
   }
 
   /** Quit: end the run now and report what was measured. */
@@ -237,6 +256,8 @@ export class SimRunner {
     for (const p of this.commands.pendingList()) this.log.add("warn", `command ${p.da} to ${p.guid} still in flight after ${Math.round(p.ageMs)} ms`);
     const report = buildReport({
       scenario: this.o.scenario,
+      part: this.o.part ?? null,
+      histograms: { ingest: this.metrics.ingest.encode(), command: this.metrics.command.encode(), callback: this.metrics.callback.encode() },
       startedAt: this.startedAt,
       measuredMs,
       blocks: { planned: this.fleet.planned, activated: this.fleet.activated, failed: this.fleet.planned - this.fleet.activated },
@@ -265,7 +286,7 @@ export class SimRunner {
     await this.fleet.stop();
     await this.receiver.stop();
     this.load.stop();
-    if (this.o.scenario.cleanup && this.cleanupResult === null) {
+    if (this.s.cleanup && this.cleanupResult === null) {
       this.cleanupResult = await cleanupFleet(this.api, {
         nodeIds: this.fleet.blocks.slice(0, this.fleet.running).map((b) => b.nodeId),
         callbackGuids: this.callbacks.registered,

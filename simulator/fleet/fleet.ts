@@ -6,7 +6,9 @@
 import type { ApiClient } from "../../protocol/api-client.js";
 import type { Command } from "../../protocol/payloads.js";
 import type { Metrics } from "../metrics/metrics.js";
+import { inPart } from "../part.js";
 import { Random } from "../random.js";
+import type { FleetPart } from "../report.js";
 import { type LoadedScenario, nodeIdFor } from "../scenario/parse.js";
 import { type FleetTransport, PIPELINING, SHORT_CONNECTIONS, fleetTransport } from "./transport.js";
 import { Scheduler } from "./scheduler.js";
@@ -21,6 +23,8 @@ export interface FleetOptions {
   /** Several servers (instances of one cluster): block i talks to `targets[i % n]`. Default: baseUrl/streamUrl. */
   targets?: { baseUrl: string; streamUrl?: string }[];
   userToken: string;
+  /** Run only this part of the fleet (simulator/part.ts); default all of it. */
+  part?: FleetPart | null;
   api: ApiClient;
   metrics: Metrics;
   log(level: "info" | "warn" | "error", text: string): void;
@@ -51,6 +55,7 @@ export class Fleet {
     const s = o.scenario;
     const targets = o.targets && o.targets.length > 0 ? o.targets : [{ baseUrl: o.baseUrl, streamUrl: o.streamUrl }];
     for (let i = 0; i < s.blocks.count; i++) {
+      if (!inPart(o.part, i)) continue;
       const nodeId = nodeIdFor(s.blocks.node_id, s.seed, i);
       const twoLegged = i < s.blocks.two_legged;
       const target = targets[i % targets.length] as { baseUrl: string; streamUrl?: string };

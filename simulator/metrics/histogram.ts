@@ -1,5 +1,5 @@
 /** Latency histograms (HDR): microsecond resolution, reported in milliseconds. */
-import { type Histogram, build } from "hdr-histogram-js";
+import { type Histogram, build, decodeFromCompressedBase64, encodeIntoCompressedBase64 } from "hdr-histogram-js";
 
 export interface LatencySummary {
   count: number;
@@ -16,14 +16,37 @@ export interface LatencySummary {
  */
 const round = (ms: number): number => (ms === 0 ? 0 : Number(ms.toPrecision(3)));
 
-export class Latency {
-  private readonly h: Histogram = build({
+const histogram = (): Histogram =>
+  build({
     bitBucketSize: 32,
     lowestDiscernibleValue: 1,
     highestTrackableValue: 3_600_000_000,
     numberOfSignificantValueDigits: 3,
     autoResize: true,
   });
+
+export class Latency {
+  private readonly h: Histogram = histogram();
+
+  /**
+   * The histogram as compressed base64 (HdrHistogram's own encoding), for a report that other
+   * processes' reports are merged with exactly (`add`), not averaged.
+   */
+  encode(): string {
+    return encodeIntoCompressedBase64(this.h);
+  }
+
+  /** A histogram from `encode()`'s text; throws on text that is not one. */
+  static decode(text: string): Latency {
+    const l = new Latency();
+    l.h.add(decodeFromCompressedBase64(text, 32, false));
+    return l;
+  }
+
+  /** Adds every sample of `other` (a merge of two processes' histograms). */
+  add(other: Latency): void {
+    this.h.add(other.h);
+  }
 
   /** Records one latency in milliseconds (negative values, from clock skew, count as 0). */
   record(ms: number): void {

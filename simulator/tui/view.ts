@@ -5,6 +5,7 @@
 import type { LogEntry } from "../event-log.js";
 import type { MetricsSnapshot } from "../metrics/metrics.js";
 import type { RunPhase, SimRunner } from "../runner.js";
+import { type RunStatus, runnerStatus } from "../status.js";
 
 export type SortKey = "errors" | "rate" | "node";
 export const SORT_KEYS: SortKey[] = ["errors", "rate", "node"];
@@ -61,51 +62,52 @@ const SHORT: Record<string, string> = {
   "12": "sound",
 };
 
+/** The blocks in the order of `sort` (troubled ones first for "errors"), `count` of them from `offset`. */
+export function blockRows(r: SimRunner, sort: SortKey, offset: number, count: number): BlockRow[] {
+  const order = r.fleet.blocks.slice(0, r.fleet.running);
+  // Troubled blocks first: most errors, then those not online (dropped, paused, offline).
+  const down = (b: (typeof order)[number]): number => (b.state === "online" ? 0 : 1);
+  if (sort === "errors") order.sort((a, b) => b.errors - a.errors || down(b) - down(a) || b.rate.value - a.rate.value || a.index - b.index);
+  else if (sort === "rate") order.sort((a, b) => b.rate.value - a.rate.value || a.index - b.index);
+  return order.slice(offset, offset + count).map((b) => ({
+    nodeId: b.nodeId,
+    state: b.state,
+    rate: b.rate.value,
+    sent: b.sent,
+    acked: b.acked,
+    errors: b.errors,
+    backlog: b.backlog,
+    devices: [...b.devices.values()].map((d) => `${SHORT[String(d.D)] ?? `d${d.D}`}=${d.last ?? "-"}`).join(" "),
+  }));
+}
+
+/** The view of a status with its page of rows. */
+export function viewOf(st: RunStatus, rows: BlockRow[], page: number, pages: number, sort: SortKey, log: LogEntry[]): RunView {
+  return {
+    name: st.name,
+    phase: st.phase,
+    paused: st.paused,
+    elapsedMs: st.elapsedMs,
+    remainingMs: st.remainingMs,
+    blocks: st.blocks,
+    metrics: st.metrics,
+    cpuPercent: st.cpuPercent,
+    loopDelayP99Ms: st.loopDelayP99Ms,
+    rows,
+    page,
+    pages,
+    sort,
+    log,
+    callbackDevices: st.callbackDevices,
+  };
+}
+
 export function runnerSource(r: SimRunner): ViewSource {
   return {
     view: ({ sort, page, pageSize, logLines }) => {
-      const blocks = r.fleet.blocks;
-      const counts = { planned: blocks.length, started: r.fleet.running, activated: r.fleet.activated, online: 0, paused: 0, dropped: 0 };
-      for (const b of blocks) {
-        const s = b.state;
-        if (s === "online") counts.online++;
-        else if (s === "paused") counts.paused++;
-        else if (s === "dropped") counts.dropped++;
-      }
-      const order = blocks.slice(0, r.fleet.running);
-      // Troubled blocks first: most errors, then those not online (dropped, paused, offline).
-      const down = (b: (typeof order)[number]): number => (b.state === "online" ? 0 : 1);
-      if (sort === "errors") order.sort((a, b) => b.errors - a.errors || down(b) - down(a) || b.rate.value - a.rate.value || a.index - b.index);
-      else if (sort === "rate") order.sort((a, b) => b.rate.value - a.rate.value || a.index - b.index);
-      const pages = Math.max(1, Math.ceil(order.length / pageSize));
+      const pages = Math.max(1, Math.ceil(r.fleet.running / pageSize));
       const p = Math.min(Math.max(0, page), pages - 1);
-      const rows = order.slice(p * pageSize, (p + 1) * pageSize).map((b) => ({
-        nodeId: b.nodeId,
-        state: b.state,
-        rate: b.rate.value,
-        sent: b.sent,
-        acked: b.acked,
-        errors: b.errors,
-        backlog: b.backlog,
-        devices: [...b.devices.values()].map((d) => `${SHORT[String(d.D)] ?? `d${d.D}`}=${d.last ?? "-"}`).join(" "),
-      }));
-      return {
-        name: r.scenario.name,
-        phase: r.phase,
-        paused: r.paused,
-        elapsedMs: r.phase === "ramping" || r.phase === "warmup" ? Date.now() - r.startedAt : r.measuredMs(),
-        remainingMs: r.remainingMs(),
-        blocks: counts,
-        metrics: r.metrics.snapshot(),
-        cpuPercent: r.load.current,
-        loopDelayP99Ms: r.load.loopDelayP99Ms(),
-        rows,
-        page: p,
-        pages,
-        sort,
-        log: r.log.tail(logLines),
-        callbackDevices: r.callbacks.registered.length,
-      };
+      return viewOf(runnerStatus(r), blockRows(r, sort, p * pageSize, pageSize), p, pages, sort, r.log.tail(logLines));
     },
     pause: () => void r.pause(),
     resume: () => void r.resume(),

@@ -85,7 +85,7 @@ describe("simulator findings against a real server", () => {
     await r.start();
     const report = await r.finished;
     expect(report.events_per_s).toBeGreaterThan(0);
-    expect(progressLine(r)).toContain(`(${report.events_per_s}/s)`);
+    expect(progressLine(r.status())).toContain(`(${report.events_per_s}/s)`);
   });
 
   it("cleanup: true removes the run's callbacks and unpairs its blocks at the end", { timeout: 30_000 }, async () => {

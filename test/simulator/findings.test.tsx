@@ -38,6 +38,7 @@ describe("report digits", () => {
       callbackDevices: 0,
       commandsInFlight: 0,
       window: { size: 256, full_percent: 0, mean_in_flight: 0.5, cycles: 100, cycle_ms: 2, exchange_ms: 2 },
+      histograms: { ingest: "", command: "", callback: "" },
     });
     expect(summaryLines(r)[1]).toBe("ingest ack: p50 3.00 p90 3.00 p99 3.00 max 3.00 ms (100)");
   });
@@ -180,5 +181,44 @@ describe("file descriptors", () => {
     expect(fleetDoesNotFit(20_000, 1, limit)).toContain(`\`ulimit -n ${need}\``);
     expect(need).toBeGreaterThan(20_000);
     expect(openFileLimit()?.soft).toBeGreaterThan(0);
+  });
+});
+
+describe("merging reports", () => {
+  it("adds the histograms sample for sample: the merge's percentiles are those of all samples", async () => {
+    const { mergeReports } = await import("../../simulator/merge.js");
+    const all = new Latency();
+    const part = (index: number, samples: number[]) => {
+      const m = new Metrics();
+      m.sent(samples.length);
+      for (const s of samples) {
+        m.acked(s);
+        all.record(s);
+      }
+      return buildReport({
+        scenario: validateScenario({ blocks: { count: 4 }, devices: [{ type: "relay" }], thresholds: ["p99_ingest_ms < 500"] }),
+        part: { index, count: 2 },
+        startedAt: 0,
+        measuredMs: 1000,
+        blocks: { planned: 2, activated: 2, failed: 0 },
+        metrics: m.snapshot(),
+        load: { cpu_percent: 10 + index, cpu_percent_max: 20, cpu_user_ms: 5, cpu_system_ms: 5, loop_delay_p50_ms: 1, loop_delay_p99_ms: 2 + index, loop_delay_max_ms: 3, answer_wait_ms: null, answer_wait_max_ms: null },
+        measuredAcked: samples.length,
+        callbackDevices: 0,
+        commandsInFlight: 0,
+        window: { size: 256, full_percent: 0, mean_in_flight: 0.5, cycles: 100, cycle_ms: 2, exchange_ms: 2 },
+        histograms: { ingest: m.ingest.encode(), command: m.command.encode(), callback: m.callback.encode() },
+      });
+    };
+    // One fast part and one slow part: an average of their p99s (~ 505) would pass the threshold.
+    const fast = part(0, Array.from({ length: 990 }, (_v, i) => 1 + (i % 10)));
+    const slow = part(1, Array.from({ length: 20 }, () => 1000));
+    const m = mergeReports([fast, slow]);
+    expect(m.latency_ms.ingest).toEqual(all.summary());
+    expect(m.latency_ms.ingest.count).toBe(1010);
+    expect(m.counts.events_acked).toBe(1010);
+    expect(m.simulator.loop_delay_p99_ms).toBe(3);
+    expect(m.thresholds[0]).toMatchObject({ text: "p99_ingest_ms < 500", passed: false });
+    expect(m.passed).toBe(false);
   });
 });

@@ -122,6 +122,7 @@ describe("report", () => {
       callbackDevices: 0,
       commandsInFlight: 0,
       window: { size: 256, full_percent: 0, mean_in_flight: 0.5, cycles: 100, cycle_ms: 2, exchange_ms: 2 },
+      histograms: { ingest: "", command: "", callback: "" },
     };
   };
 

@@ -1,0 +1,55 @@
+/** `blockkit sim merge REPORT…`: one report and one verdict from the reports of a scenario's shards. */
+import { readFileSync } from "node:fs";
+import type { Command } from "commander";
+
+interface MergeFlags {
+  report?: string;
+}
+
+export function registerMerge(sim: Command): void {
+  sim
+    .command("merge <reports...>")
+    .description("merge the reports of a scenario's shards (--shard i/n) into one and check the thresholds on the merge")
+    .option("--report <file>", "write the merged JSON report to FILE")
+    .action(async (files: string[], _local: MergeFlags, command: Command) => {
+      // `sim` declares --report too; commander gives it to the parent, so read both.
+      const flags = command.optsWithGlobals<MergeFlags>();
+      const { MergeError, mergeReports } = await import("../simulator/merge.js");
+      const { summaryLines, writeReport } = await import("../simulator/report.js");
+      const { parseThreshold } = await import("../simulator/scenario/thresholds.js");
+      const reports = files.map((file) => {
+        let doc: unknown;
+        try {
+          doc = JSON.parse(readFileSync(file, "utf8"));
+        } catch (err) {
+          process.stderr.write(`blockkit sim merge: ${file}: ${(err as Error).message}\n`);
+          process.exit(2);
+        }
+        const r = doc as import("../simulator/report.js").Report;
+        if (!r || typeof r !== "object" || !r.scenario || !r.counts || !r.histograms) {
+          process.stderr.write(`blockkit sim merge: ${file}: not a report of blockkit sim --report (no scenario, counts or histograms)\n`);
+          process.exit(2);
+        }
+        try {
+          // The thresholds as the scenario gave them, parsed again rather than trusted from the file.
+          r.scenario = { ...r.scenario, thresholds: r.scenario.thresholds.map((t) => parseThreshold(t.text)) };
+        } catch (err) {
+          process.stderr.write(`blockkit sim merge: ${file}: ${(err as Error).message}\n`);
+          process.exit(2);
+        }
+        return r;
+      });
+      let merged;
+      try {
+        merged = mergeReports(reports);
+      } catch (err) {
+        if (!(err instanceof MergeError)) throw err;
+        process.stderr.write(`blockkit sim merge: ${err.message}\n`);
+        process.exit(2);
+      }
+      if (flags.report) writeReport(flags.report, merged);
+      process.stderr.write(`merged ${reports.length} reports: ${merged.parts.map((p) => `part ${p.index}/${p.count} ${p.blocks} blocks`).join(", ")}\n`);
+      for (const line of summaryLines(merged)) process.stderr.write(`${line}\n`);
+      process.exit(merged.passed ? 0 : 1);
+    });
+}

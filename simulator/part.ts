@@ -1,0 +1,50 @@
+/**
+ * A part of a scenario: `--shard i/n` on one of n machines, and each process of `--workers N`.
+ * Part `index` of `count` runs the blocks whose index i has i % count === index, under the node ids
+ * and with the random streams those blocks have in the whole scenario (each block's streams derive
+ * from the seed and its node id), so the parts together run exactly the scenario. Rates and counts
+ * of the whole fleet (commands, callbacks, chaos, ramp-up) are shared out so that they add up.
+ */
+import type { FleetPart } from "./report.js";
+import type { LoadedScenario } from "./scenario/parse.js";
+
+/** `i/n` with 0 <= i < n; null when the text is not one. */
+export function parsePart(text: string): FleetPart | null {
+  const m = /^(\d{1,6})\/(\d{1,6})$/.exec(text);
+  if (!m) return null;
+  const index = Number(m[1]);
+  const count = Number(m[2]);
+  return count >= 1 && index < count ? { index, count } : null;
+}
+
+/** Worker `w` of `workers` on shard `shard`: a part of the whole scenario (see the module comment). */
+export function workerPart(shard: FleetPart, w: number, workers: number): FleetPart {
+  return { index: shard.index + shard.count * w, count: shard.count * workers };
+}
+
+/** Whether block `i` belongs to the part. */
+export function inPart(part: FleetPart | null | undefined, i: number): boolean {
+  return !part || i % part.count === part.index;
+}
+
+/** This part's share of `n` things spread over the parts (the shares add up to n). */
+export function share(n: number, part: FleetPart): number {
+  return Math.floor(n / part.count) + (part.index < n % part.count ? 1 : 0);
+}
+
+/** The scenario as one part runs it: the fleet-wide rates and counts shared out. */
+export function scenarioPart(s: LoadedScenario, part: FleetPart | null | undefined): LoadedScenario {
+  if (!part || part.count === 1) return s;
+  return Object.freeze({
+    ...s,
+    ramp_up: { blocks_per_s: s.ramp_up.blocks_per_s / part.count, max_pending: Math.max(1, Math.ceil(s.ramp_up.max_pending / part.count)) },
+    commands: { rate: s.commands.rate / part.count },
+    callbacks: { devices: share(s.callbacks.devices, part) },
+    chaos: s.chaos.map((c) => ({ ...c, blocks: share(c.blocks, part) })).filter((c) => c.blocks > 0),
+  });
+}
+
+/** How many blocks of a fleet of `total` the part runs. */
+export function blocksInPart(total: number, part: FleetPart | null | undefined): number {
+  return part ? share(total, part) : total;
+}
