@@ -1,6 +1,7 @@
 /** Options shared by `blockkit sim` and `blockkit sim replay`: the servers and the user token. */
 import { type Command, InvalidArgumentError } from "commander";
 import { url } from "./options.js";
+import { resolveTarget } from "./target.js";
 
 /** `--server` may be the root (`http://h:8000`) or the REST root (`…/rest/v0`). */
 export function restRoot(server: string): string {
@@ -32,7 +33,8 @@ export function addTargetOptions(cmd: Command): Command {
       servers,
     )
     .option("--stream <url>", "stream root for camera snapshots (default: server port + 1)", url)
-    .option("--token <token>", "user access token (default: $BLOCKKIT_TOKEN)");
+    .option("--token <token>", "user access token (default: $BLOCKKIT_TOKEN)")
+    .option("--profile <name>", "the profile to use for server and token (default: $BLOCKKIT_PROFILE, then the current one)");
 }
 
 /** One server of the run: its REST root and its stream root. */
@@ -45,6 +47,7 @@ export interface TargetFlags {
   server?: string[] | string;
   stream?: string;
   token?: string;
+  profile?: string;
 }
 
 /**
@@ -52,19 +55,24 @@ export interface TargetFlags {
  * a TargetError naming what is missing.
  */
 export function resolveTargets(flags: TargetFlags, env: NodeJS.ProcessEnv = process.env): { targets: SimTarget[]; token: string } {
-  let list = typeof flags.server === "string" ? [flags.server] : (flags.server ?? []);
-  if (list.length === 0 && env.BLOCKKIT_SERVER) {
-    try {
-      list = [url(env.BLOCKKIT_SERVER)];
-    } catch (err) {
-      throw new TargetError(`BLOCKKIT_SERVER: ${(err as Error).message}`);
-    }
-  }
-  if (list.length === 0) throw new TargetError("give --server URL or set BLOCKKIT_SERVER (the server's root or REST root)");
+  const list = typeof flags.server === "string" ? [flags.server] : (flags.server ?? []);
   if (flags.stream && list.length > 1) throw new TargetError("--stream names one stream root: with several --server, each server's port + 1 is used");
-  const token = flags.token ?? env.BLOCKKIT_TOKEN;
-  if (!token) throw new TargetError("give --token or set BLOCKKIT_TOKEN (a user access token)");
-  return { targets: list.map((s) => ({ baseUrl: restRoot(s), streamUrl: flags.stream ?? defaultStream(s) })), token };
+  const streamOf = (s: string): string => flags.stream ?? defaultStream(s);
+  if (list.length > 1) {
+    // Several servers of one cluster: one token for all, from the flag or the environment (a
+    // profile's token belongs to its own server only).
+    const token = flags.token ?? (env.BLOCKKIT_TOKEN || undefined);
+    if (!token) throw new TargetError("give --token or set BLOCKKIT_TOKEN (a user access token valid on every --server)");
+    return { targets: list.map((s) => ({ baseUrl: restRoot(s), streamUrl: streamOf(s) })), token };
+  }
+  // One server: the command line's own resolution (flags, environment, then the CLI's profiles).
+  let t;
+  try {
+    t = resolveTarget({ server: list[0], token: flags.token, profile: flags.profile }, env);
+  } catch (err) {
+    throw new TargetError((err as Error).message);
+  }
+  return { targets: [{ baseUrl: restRoot(t.server), streamUrl: streamOf(t.server) }], token: t.token };
 }
 
 export class TargetError extends Error {}

@@ -3,6 +3,9 @@
  * TUI's pause, per-block rates that do not flicker, the TUI within 80×24, the server and stream
  * defaults of the command line, the file-descriptor check.
  */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { render } from "ink-testing-library";
 import stringWidth from "string-width";
 import { describe, expect, it, vi } from "vitest";
@@ -159,7 +162,19 @@ describe("command line target", () => {
   it("takes $BLOCKKIT_SERVER and $BLOCKKIT_TOKEN when no flags are given", () => {
     const t = resolveTargets({}, { BLOCKKIT_SERVER: "http://127.0.0.1:9000", BLOCKKIT_TOKEN: "tok-0123456789" });
     expect(t).toEqual({ token: "tok-0123456789", targets: [{ baseUrl: "http://127.0.0.1:9000/rest/v0", streamUrl: "http://127.0.0.1:9001" }] });
-    expect(() => resolveTargets({}, {})).toThrow(/--server URL or set BLOCKKIT_SERVER/);
+    expect(() => resolveTargets({}, {})).toThrow(/give --server URL, set BLOCKKIT_SERVER/);
+  });
+
+  it("takes the command line's profile (blockkit login) when no flag or variable names the server", () => {
+    const home = mkdtempSync(join(tmpdir(), "blockkit-sim-profile-"));
+    try {
+      mkdirSync(join(home, "blockkit"), { mode: 0o700 });
+      writeFileSync(join(home, "blockkit", "config.yaml"), "current: lab\nprofiles:\n  lab: { server: 'http://10.0.0.5:8000', token: 'lab-token-0123456789' }\n", { mode: 0o600 });
+      const t = resolveTargets({}, { XDG_CONFIG_HOME: home });
+      expect(t).toEqual({ token: "lab-token-0123456789", targets: [{ baseUrl: "http://10.0.0.5:8000/rest/v0", streamUrl: "http://10.0.0.5:8001" }] });
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 
   it("defaults the stream to the server's port + 1, as sim --help says", () => {
