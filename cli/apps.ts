@@ -19,7 +19,7 @@ export function registerApps(program: Command): void {
     .requiredOption("--name <app>", "the application's name, shown on the consent page")
     .requiredOption("--redirect-uri <uri>", "the exact redirect URI the application will use (http or https)")
     .option("--data <dir>", "directory of the embedded SQLite store", "./data")
-    .option("--db <url>", "store URL: sqlite:DIR or a directory (default: BLOCKKIT_DB, else --data)", dbUrl)
+    .option("--db <url>", "store URL: sqlite:DIR, a directory or postgres://… (default: BLOCKKIT_DB, else --data)", dbUrl)
     .action(async (flags: AppsAddFlags) => {
       // Loaded on use, so that `blockkit gateway` on a Pi does not carry the server's modules.
       const { openStore } = await import("../server/store/index.js");

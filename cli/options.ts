@@ -61,5 +61,14 @@ export function dbUrl(value: string): string {
 export function storeLocation(flags: { db?: string | undefined; data: string }): { url: string; dataDir: string } {
   const url = flags.db ?? process.env.BLOCKKIT_DB ?? `sqlite:${flags.data}`;
   const where = parseStoreUrl(url);
-  return { url, dataDir: where.kind === "sqlite" && flags.db !== undefined ? where.dir : flags.data };
+  return { url, dataDir: where.kind === "sqlite" && (flags.db !== undefined || process.env.BLOCKKIT_DB !== undefined) ? where.dir : flags.data };
+}
+
+const DURATION_UNITS: Record<string, number> = { h: 3_600_000, d: 86_400_000, w: 7 * 86_400_000 };
+
+/** A duration such as 36h, 90d or 52w, in milliseconds. */
+export function duration(value: string): number {
+  const m = /^(\d+)(h|d|w)$/.exec(value);
+  if (!m || Number(m[1]) <= 0) throw new InvalidArgumentError(`"${value}" is not a duration: a positive number and h, d or w (e.g. 90d)`);
+  return Number(m[1]) * (DURATION_UNITS[m[2] as string] as number);
 }

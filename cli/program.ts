@@ -15,6 +15,7 @@ import { teach } from "./help.js";
 import { registerServer } from "./server.js";
 import { registerUsers } from "./users.js";
 import { registerSim } from "./sim.js";
+import { registerStoreCommands } from "./store-commands.js";
 
 export type { CliIO } from "./api/context.js";
 
@@ -45,6 +46,7 @@ export function buildProgram(io: CliIO = processIO): Command {
   registerApps(program);
   registerServer(program);
   registerUsers(program);
+  registerStoreCommands(program);
   registerGateway(program);
   registerSim(program);
   registerApi(program, io);

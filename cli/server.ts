@@ -1,7 +1,7 @@
 /** `blockkit server`: run the service (accounts: users.ts). */
 import type { Command } from "commander";
 import pino from "pino";
-import { dbUrl, logLevel, port, positiveNumber, storeLocation, url } from "./options.js";
+import { dbUrl, duration, logLevel, port, positiveNumber, storeLocation, url } from "./options.js";
 import { stopOnSignals } from "./signals.js";
 
 interface ServerFlags {
@@ -15,6 +15,7 @@ interface ServerFlags {
   smsUrl?: string;
   pollHold: number;
   logLevel: string;
+  retention?: number;
 }
 
 export function registerServer(program: Command): void {
@@ -25,10 +26,11 @@ export function registerServer(program: Command): void {
     .option("--port <port>", "API port", port, 8000)
     .option("--stream-port <port>", "camera stream port (default: port + 1)", port)
     .option("--data <dir>", "directory of the embedded SQLite store", "./data")
-    .option("--db <url>", "store URL: sqlite:DIR or a directory (default: BLOCKKIT_DB, else --data)", dbUrl)
+    .option("--db <url>", "store URL: sqlite:DIR, a directory or postgres://… (default: BLOCKKIT_DB, else --data)", dbUrl)
     .option("--admin-token <token>", "personal access token of the first user on an empty database")
     .option("--smtp-url <url>", "SMTP server for the sendEmail action", url)
     .option("--sms-url <url>", "SMS gateway (HTTP POST of {to, body})", url)
+    .option("--retention <duration>", "PostgreSQL: drop readings older than this, a month's partition at a time (e.g. 400d)", duration)
     .option("--poll-hold <seconds>", "hold of the commands long-poll and of activation", positiveNumber, 30)
     .option("--log-level <level>", "log level", logLevel, "info")
     .action(async (flags: ServerFlags) => {
@@ -42,6 +44,7 @@ export function registerServer(program: Command): void {
         streamPort: flags.streamPort,
         db,
         dataDir,
+        retentionMs: flags.retention,
         adminToken: flags.adminToken,
         smtpUrl: flags.smtpUrl,
         smsUrl: flags.smsUrl,

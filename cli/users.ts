@@ -16,7 +16,7 @@ interface StoreFlags {
 const storeOptions = (c: Command): Command =>
   c
     .option("--data <dir>", "directory of the embedded SQLite store", "./data")
-    .option("--db <url>", "store URL: sqlite:DIR or a directory (default: BLOCKKIT_DB, else --data)", dbUrl);
+    .option("--db <url>", "store URL: sqlite:DIR, a directory or postgres://… (default: BLOCKKIT_DB, else --data)", dbUrl);
 
 async function withAccounts<T>(flags: StoreFlags, run: (a: { store: import("../server/store/types.js").Store; auth: import("../server/services/auth.js").AuthService }) => Promise<T>): Promise<T> {
   const { openStore } = await import("../server/store/index.js");

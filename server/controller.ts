@@ -9,6 +9,7 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import pino, { type Logger } from "pino";
 import { LocalBus } from "./bus/local.js";
+import { PgBus } from "./bus/postgres.js";
 import type { Bus } from "./bus/types.js";
 import { REST_PREFIX, buildApiApp, buildStreamApp } from "./http/app.js";
 import { Activation } from "./services/activation.js";
@@ -26,6 +27,7 @@ import { newToken } from "./services/secrets.js";
 import { openStore } from "./store/index.js";
 import { StreamHub, type StreamHubOptions } from "./services/stream/hub.js";
 import { StreamPublisher } from "./services/stream/publisher.js";
+import type { PostgresStore } from "./store/postgres/index.js";
 import type { Store } from "./store/types.js";
 import { StoreHealth } from "./services/store-health.js";
 
@@ -39,6 +41,8 @@ export interface ServerOptions {
   dataDir?: string;
   /** Store URL (server/store/index.ts). Default `sqlite:` + dataDir. */
   db?: string;
+  /** PostgreSQL: readings older than this (ms) are dropped, a month's partition at a time. */
+  retentionMs?: number;
   /** A ready store (tests); overrides db. */
   store?: Store;
   bus?: Bus;
@@ -103,10 +107,23 @@ export class BlockkitServer {
     const store =
       o.store ??
       (await openStore(o.db ?? `sqlite:${o.dataDir ?? "./data"}`, {
+        retentionMs: o.retentionMs ?? null,
         onError: (err) => log.error({ err, module: "srv:store" }, "the ingest thread failed: block events are refused until restart"),
         warn: (message) => log.warn({ module: "srv:store" }, message),
       }));
-    const bus = o.bus ?? new LocalBus();
+    let bus = o.bus;
+    if (!bus && store.kind === "postgres" && o.db !== undefined) {
+      // Several instances on one database: the Bus goes through PostgreSQL (LISTEN/NOTIFY).
+      const pgBus = new PgBus(o.db, (store as PostgresStore).pool, log.child({ module: "srv:bus" }));
+      try {
+        await pgBus.start();
+      } catch (err) {
+        await store.close();
+        throw err;
+      }
+      bus = pgBus;
+    }
+    bus ??= new LocalBus();
     const holdMs = (o.pollHoldSeconds ?? 30) * 1000;
     const auth = new AuthService(store, clock, bus);
     const limits = new Limits(o.limits ?? {}, log.child({ module: "srv:limits" }), clock);
@@ -135,7 +152,7 @@ export class BlockkitServer {
       limits,
       ingest: new Ingest(store, log.child({ module: "srv:ingest" })),
       commands,
-      activation: new Activation(store, bus, auth, log.child({ module: "srv:activation" }), { holdMs, awaitMs: 60_000 }, limits, clock, events),
+      activation: new Activation(store, bus, auth, log.child({ module: "srv:activation" }), { holdMs, awaitMs: 60_000, shared: store.kind === "postgres" }, limits, clock, events),
       devices: new DeviceService(store, commands, events),
       events,
       stream: new StreamHub(bus, log.child({ module: "srv:stream" }), o.stream),
@@ -213,7 +230,13 @@ export class BlockkitServer {
     const { store, auth } = this.services;
     if ((await store.users.count()) > 0) return null;
     const password = newToken().slice(0, 16);
-    const { token } = await auth.createUser("admin", { password, token: this.options.adminToken });
-    return { name: "admin", token, password };
+    try {
+      const { token } = await auth.createUser("admin", { password, token: this.options.adminToken });
+      return { name: "admin", token, password };
+    } catch (err) {
+      // Another instance on the same database created the first user meanwhile.
+      if ((await store.users.count()) > 0) return null;
+      throw err;
+    }
   }
 }

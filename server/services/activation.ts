@@ -20,6 +20,11 @@ export interface ActivationOptions {
   holdMs: number;
   /** How long a block stays "awaiting activation" after its last request, ms. Default 60 000. */
   awaitMs: number;
+  /**
+   * Several instances share the store: a block's waiting is recorded in it, so that a claim on any
+   * instance finds it (a write per activation request, which a lone instance does without).
+   */
+  shared?: boolean;
 }
 
 export class Activation {
@@ -95,6 +100,7 @@ export class Activation {
     this.asking.set(nodeId, address);
     this.prune();
     if (fresh) this.announce(nodeId, address);
+    if (this.options.shared) await this.store.blocks.markAwaiting(nodeId, this.clock() + this.options.holdMs + this.options.awaitMs);
     const ready = await this.deliverPending(nodeId);
     if (ready) this.asking.delete(nodeId);
     if (ready || this.stopped) return ready;
@@ -132,7 +138,8 @@ export class Activation {
   async claim(nodeId: string, userId: number): Promise<void> {
     const block = await this.store.blocks.get(nodeId);
     if (block && block.user_id !== userId) throw conflict(`block ${nodeId} is claimed by another account`);
-    if (!this.isAwaiting(nodeId)) throw notFound(`block ${nodeId} is not awaiting activation: start its activation first`);
+    const awaiting = this.isAwaiting(nodeId) || (this.options.shared && ((await this.store.blocks.awaitingUntil(nodeId)) ?? 0) >= this.clock());
+    if (!awaiting) throw notFound(`block ${nodeId} is not awaiting activation: start its activation first`);
     await this.store.blocks.claim(nodeId, userId, this.clock(), this.clock() + this.options.awaitMs);
     this.bus.publish(`act:${nodeId}`, "");
     this.asking.delete(nodeId);
@@ -194,9 +201,8 @@ export class Activation {
   }
 
   private async issuePending(nodeId: string): Promise<string | null> {
-    const block = await this.store.blocks.get(nodeId);
-    if (!block || block.token_pending_until === null || block.token_pending_until < this.clock()) return null;
-    await this.store.blocks.setPending(nodeId, null);
+    const block = await this.store.blocks.takePending(nodeId, this.clock());
+    if (!block) return null;
     return this.auth.issue(block.user_id, "block", { nodeId });
   }
 

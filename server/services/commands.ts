@@ -65,6 +65,7 @@ export class CommandHub {
   private sweep: NodeJS.Timeout | undefined;
   private holdSweep: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
+  private unsubscribeResync: (() => void) | undefined;
   private stopped = false;
   readonly stats = { queued: 0, delivered: 0, direct: 0 };
 
@@ -89,6 +90,10 @@ export class CommandHub {
       const w = this.waiters.get(nodeId);
       if (w) this.check(w);
     });
+    // A networked Bus that reconnected may have missed wake-ups: every held poll reads its queue again.
+    this.unsubscribeResync = this.bus.onResync?.(() => {
+      for (const w of this.waiters.values()) this.check(w);
+    });
   }
 
   /** Answers every held poll with no commands and refuses new holds. */
@@ -97,6 +102,7 @@ export class CommandHub {
     if (this.sweep) clearInterval(this.sweep);
     if (this.holdSweep) clearInterval(this.holdSweep);
     this.unsubscribe?.();
+    this.unsubscribeResync?.();
     for (const w of [...this.waiters.values()]) this.finish(w, []);
   }
 

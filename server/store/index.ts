@@ -2,7 +2,8 @@
  * One way to open a store from a URL, used by the server and every command that touches the
  * database:
  *  - `sqlite:DIR` or a plain directory: the embedded store, `DIR/blockkit.db` (sqlite/);
- *  - `:memory:`: a throwaway embedded store (tests).
+ *  - `:memory:`: a throwaway embedded store (tests);
+ *  - `postgres://…` or `postgresql://…`: PostgreSQL (postgres/), several instances on one database.
  * The command line also takes the URL from BLOCKKIT_DB (cli/options.ts).
  */
 import { unavailable } from "../errors.js";
@@ -13,6 +14,10 @@ import { parseStoreUrl } from "./url.js";
 export { parseStoreUrl, type StoreLocation } from "./url.js";
 
 export interface OpenStoreOptions {
+  /** PostgreSQL: readings older than this are dropped (a month's partition at a time). */
+  retentionMs?: number | null;
+  /** PostgreSQL: connections in the pool. */
+  poolSize?: number;
   /** SQLite: commit block events on the ingest thread (default true for a file). */
   ingestThread?: boolean;
   /** Where the store reports a failure after it opened (the ingest thread's death). */
@@ -26,6 +31,10 @@ export interface OpenStoreOptions {
 /** Opens the store at `url`; rejects (loudly) when it cannot, e.g. when the ingest thread does not start. */
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
   const where = parseStoreUrl(url);
+  if (where.kind === "postgres") {
+    const { openPostgresStore } = await import("./postgres/index.js");
+    return openPostgresStore({ url: where.url, retentionMs: options.retentionMs, poolSize: options.poolSize });
+  }
   const store = openSqliteStore({ dataDir: where.dir, ingestThread: options.ingestThread, onError: options.onError, create: options.create, warn: options.warn });
   if (store.ingestThread) {
     try {

@@ -270,6 +270,15 @@ export interface BlocksRepo {
    */
   claimWithToken(nodeId: string, userId: number, now: number, token: TokenRow): Promise<{ block: BlockRow; revoked: string[] }>;
   setPending(nodeId: string, pendingUntil: number | null): Promise<void>;
+  /**
+   * Clears the block's pending token if it is still pending at `now` and returns the block; null
+   * when there is none (one statement: of two instances delivering, only one issues the token).
+   */
+  takePending(nodeId: string, now: number): Promise<BlockRow | null>;
+  /** Records that a block waits for activation until `until` (seen by every instance). */
+  markAwaiting(nodeId: string, until: number): Promise<void>;
+  /** Until when the block awaits activation; null when it never did. */
+  awaitingUntil(nodeId: string): Promise<number | null>;
   /** Removes the block with its devices, their history, queued commands and its tokens; returns the token hashes deleted. */
   remove(nodeId: string): Promise<string[]>;
 }

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore } from "../../server/store/index.js";
 import type { Store } from "../../server/store/types.js";
+import { PG_AVAILABLE, pgSchemaUrl } from "./pg.js";
 
 export interface StoreUnderTest {
   name: string;
@@ -29,4 +30,20 @@ export const sqliteStore: StoreUnderTest = {
   },
 };
 
-export const STORES: StoreUnderTest[] = [sqliteStore];
+export const postgresStore: StoreUnderTest = {
+  name: "postgres",
+  async open() {
+    const { url, drop } = pgSchemaUrl();
+    const store = await openStore(url, { poolSize: 4 });
+    return {
+      store,
+      dispose: async () => {
+        await store.close();
+        await drop();
+      },
+    };
+  },
+};
+
+/** Every implementation that can run here (PostgreSQL only when reachable: see pg.ts). */
+export const STORES: StoreUnderTest[] = PG_AVAILABLE ? [sqliteStore, postgresStore] : [sqliteStore];

@@ -60,8 +60,16 @@ describe.each(STORES)("store: $name", (impl) => {
   it("blocks: claim, claim with a token (the old one returned), pending, remove with everything", async () => {
     const b = await store.blocks.claim(NODE, userId, 10, 99);
     expect(b).toMatchObject({ node_id: NODE, user_id: userId, short_name: NODE, date_created: 10, token_pending_until: 99 });
+    expect(await store.blocks.takePending(NODE, 100)).toBeNull(); // expired
+    expect(await store.blocks.takePending(NODE, 50)).toMatchObject({ node_id: NODE, user_id: userId, token_pending_until: null });
+    expect(await store.blocks.takePending(NODE, 50)).toBeNull(); // taken once
+    await store.blocks.setPending(NODE, 70);
     await store.blocks.setPending(NODE, null);
     expect((await store.blocks.get(NODE))?.token_pending_until).toBeNull();
+    expect(await store.blocks.awaitingUntil(NODE)).toBeNull();
+    await store.blocks.markAwaiting(NODE, 500);
+    await store.blocks.markAwaiting(NODE, 400); // never shortened
+    expect(await store.blocks.awaitingUntil(NODE)).toBe(500);
     const tok = (hash: string): TokenRow => ({ hash, kind: "block", user_id: userId, node_id: NODE, client_id: null, created: 1 });
     expect((await store.blocks.claimWithToken(NODE, userId, 20, tok("t1"))).revoked).toEqual([]);
     const second = await store.blocks.claimWithToken(NODE, userId, 30, tok("t2"));
@@ -110,6 +118,17 @@ describe.each(STORES)("store: $name", (impl) => {
     expect(await store.history.count(id, 0, T0)).toBe(2);
     expect(await store.events.pruneKeys(Date.now() + 1000)).toBe(2);
     expect((await store.events.commit([ev("0", "1", { key: "k1" })]))[0]?.duplicate).toBe(false);
+  });
+
+  it("events: a U+0000 in a value, a key or a config payload does not fail the batch", async () => {
+    const r = await store.events.commit([
+      ev("0", "a\u0000b", { key: "k\u0000" }),
+      ev("0", "x", { kind: "config", num: null, meta: { path: ["config", "T"], value: { payload: { s: "\u0000" }, timestamp: 1 } } }),
+      ev("1", "fine"),
+    ]);
+    expect(r.map((x) => x.duplicate)).toEqual([false, false, false]);
+    expect(await store.history.count(r[0]?.deviceId ?? -1, 0, T0)).toBe(1);
+    expect((await store.events.commit([ev("0", "again", { key: "k\u0000" })]))[0]?.duplicate).toBe(true);
   });
 
   it("events and devices: meta patches create objects on the way, keep the rest, and take no reading", async () => {

@@ -102,6 +102,13 @@ export function blocksRepo(db: Database, cache: StoreCache, tokens: TokenWrites)
     ON CONFLICT (node_id) DO UPDATE SET user_id = excluded.user_id, token_pending_until = excluded.token_pending_until
     RETURNING *`);
   const setPending = db.prepare("UPDATE blocks SET token_pending_until = ? WHERE node_id = ?");
+  const takePending = db.prepare(
+    "UPDATE blocks SET token_pending_until = NULL WHERE node_id = ? AND token_pending_until IS NOT NULL AND token_pending_until >= ? RETURNING *",
+  );
+  const markAwaiting = db.prepare(
+    "INSERT INTO activation_waits (node_id, until) VALUES (?, ?) ON CONFLICT (node_id) DO UPDATE SET until = max(until, excluded.until)",
+  );
+  const awaitingUntil = db.prepare("SELECT until FROM activation_waits WHERE node_id = ?").pluck();
   // The direct flow's claim and its new token: one transaction, so one flush per activation.
   const claimWithToken = db.transaction((nodeId: string, userId: number, now: number, row: TokenRow) => {
     const block = returning<BlockRow>(claim, { node: nodeId, user: userId, now, pending: null }) as BlockRow;
@@ -139,6 +146,15 @@ export function blocksRepo(db: Database, cache: StoreCache, tokens: TokenWrites)
     },
     async setPending(nodeId, pendingUntil) {
       setPending.run(pendingUntil, nodeId);
+    },
+    async takePending(nodeId, now) {
+      return (takePending.get(nodeId, now) as BlockRow | undefined) ?? null;
+    },
+    async markAwaiting(nodeId, until) {
+      markAwaiting.run(nodeId, until);
+    },
+    async awaitingUntil(nodeId) {
+      return (awaitingUntil.get(nodeId) as number | undefined) ?? null;
     },
     async remove(nodeId) {
       const revoked = removeAll.immediate(nodeId);

@@ -213,3 +213,15 @@ BEGIN
 END;
 `,
 });
+
+// Blocks awaiting activation, for every process that shares the store (the PostgreSQL store's
+// instances; the embedded store keeps the same table so that both implement one interface).
+MIGRATIONS.push({
+  name: "050-activation-waits",
+  sql: `
+CREATE TABLE activation_waits (
+  node_id TEXT PRIMARY KEY,
+  until INTEGER NOT NULL
+);
+`,
+});

@@ -56,6 +56,7 @@ export class RuleEngine {
   private unrecorded: { run: RuleRunRow; userId: number }[] = [];
   private readonly runListeners: RunListener[] = [];
   private unsubscribe: () => void = () => {};
+  private unsubscribeResync: (() => void) | undefined;
   private readonly tag = randomUUID();
   private flushing: Promise<void> | null = null;
   readonly stats = { fired: 0, runs: 0, failed: 0, dropped: 0 };
@@ -81,7 +82,18 @@ export class RuleEngine {
       if (tag === this.tag) return;
       this.reload(Number(rid)).catch((err: unknown) => this.log.error({ err, rid }, "reloading a changed rule failed"));
     });
-    for (const row of await this.store.rules.all()) await this.sync(row);
+    // A networked Bus that reconnected may have missed rule changes: read them all again.
+    this.unsubscribeResync = this.bus.onResync?.(() => {
+      this.reloadAll().catch((err: unknown) => this.log.error({ err }, "reloading the rules failed"));
+    });
+    await this.reloadAll();
+  }
+
+  private async reloadAll(): Promise<void> {
+    const rows = await this.store.rules.all();
+    const live = new Set(rows.map((r) => r.id));
+    for (const id of [...this.rules.keys()]) if (!live.has(id)) this.remove(id);
+    for (const row of rows) await this.sync(row);
   }
 
   onRun(listener: RunListener): void {
@@ -103,6 +115,7 @@ export class RuleEngine {
   /** Aborts running actions (sleeps, snapshot waits) and waits until their runs are recorded. */
   async stop(): Promise<void> {
     this.unsubscribe();
+    this.unsubscribeResync?.();
     this.abort.abort();
     await this.idle();
   }
