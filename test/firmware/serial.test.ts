@@ -179,6 +179,22 @@ describe("the firmware over its serial line", () => {
     expect(board.events.filter((e) => e.startsWith("halted"))).toEqual([]);
   });
 
+  it("is restarted by its watchdog when it hangs, once, and comes back", async () => {
+    const boots = board.boots();
+    const m = host.mark();
+    await board.hang();
+    // Hung with interrupts off: only the watchdog (2 s) gets it out. After that reset the watchdog
+    // stays armed at its shortest period; the firmware disarms it before the start-up, else it
+    // would restart forever.
+    await host.until(m, "the boot frames after the watchdog reset", (l) => l.length >= 8, 10_000);
+    expect(host.after(m).slice(0, 4)).toEqual(PLUGINS);
+    expect(board.boots()).toBe(boots + 1);
+    await board.advance(3000);
+    expect(board.boots()).toBe(boots + 1);
+    expect((await board.state()).wdt).toBe("2048");
+    expect(await exchange(VERSION_QUERY, 5)).toEqual([VERSION_ACK, ...PLUGINS]);
+  });
+
   it("restarts cleanly when the port is opened again (the DTR reset)", async () => {
     const boots = board.boots();
     await host.close();

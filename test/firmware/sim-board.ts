@@ -3,12 +3,15 @@
  * a bench: set A0's voltage, press the button on D2, read D7, D13 and the PWM pins, reset the MCU.
  * Its UART is a pseudo-terminal at `pty`; HostPort opens that end like a gateway would.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { promisify } from "node:util";
 import { createInterface } from "node:readline";
 import { SerialPort } from "serialport";
 import { LineSplitter } from "../../protocol/serial-frames.js";
 import { waitFor } from "../gateway/helpers.js";
 import { FIRMWARE_ELF, RUNNER, buildFirmwareAndRunner } from "./build.js";
+
+const execFileP = promisify(execFile);
 
 export interface BoardState {
   ms: number;
@@ -107,6 +110,17 @@ export class SimBoard {
 
   async reset(): Promise<void> {
     await this.command("reset");
+  }
+
+  /**
+   * Hangs the firmware: jumps to avr-libc's _exit (`cli` then a jump to itself), where nothing but
+   * the watchdog can get the MCU out.
+   */
+  async hang(): Promise<void> {
+    const { stdout } = await execFileP("avr-nm", [FIRMWARE_ELF]);
+    const m = /^([0-9a-f]+) T _exit$/m.exec(stdout);
+    if (!m) throw new Error("no _exit symbol in the firmware");
+    await this.command(`hang 0x${m[1]}`);
   }
 
   /** Runs `ms` of simulated time as fast as the simulator goes (readings due every 30 s, …). */

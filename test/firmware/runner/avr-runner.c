@@ -16,6 +16,7 @@
  *   state          -> state ms=SIMULATED_MS d7=0|1 d13=0|1 d9=PWM d10=PWM d11=PWM
  *                     wdt=off|TIMEOUT_MS boots=N rx=BYTES_IN tx=BYTES_OUT queued=BYTES_WAITING
  *   reset          reset the MCU                                    -> ok
+ *   hang ADDR      jump to flash byte address ADDR (a `cli; rjmp .` makes a hung firmware) -> ok
  *   advance MS     run MS simulated milliseconds as fast as possible -> ok
  *   quit           exit                                             -> ok
  * Events, at any time: "event ready PATH", "event boot N", "event open", "event close",
@@ -265,6 +266,9 @@ static void command(char *line) {
          pwm_pin(R_TCCR1A, 5, R_OCR1BL, 2), pwm_pin(R_TCCR2A, 7, R_OCR2A, 3), wdt, boots, rx_bytes, tx_bytes, in_len);
   } else if (!strcmp(line, "reset")) {
     do_reset();
+    emit("ok");
+  } else if (!strcmp(line, "hang") && arg) {
+    avr->pc = (avr_flashaddr_t)strtoul(arg, NULL, 0);
     emit("ok");
   } else if (!strcmp(line, "advance") && arg) {
     run_until(avr->cycle + (avr_cycle_count_t)strtoull(arg, NULL, 10) * (FREQ / 1000));
