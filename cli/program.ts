@@ -31,6 +31,19 @@ export const processIO: CliIO = {
   stderr: (text) => process.stderr.write(text),
   env: process.env,
   readStdin: () => readAll(process.stdin),
+  onInterrupt: (handler) => {
+    const once = (): void => {
+      off();
+      handler();
+    };
+    const off = (): void => {
+      process.off("SIGINT", once);
+      process.off("SIGTERM", once);
+    };
+    process.on("SIGINT", once);
+    process.on("SIGTERM", once);
+    return off;
+  },
 };
 
 /** The command whose action is running, per program: its path prefixes the errors it throws. */

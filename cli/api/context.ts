@@ -15,6 +15,8 @@ export interface CliIO {
   env: NodeJS.ProcessEnv;
   /** The whole of standard input (for `rules add -`). */
   readStdin(): Promise<string>;
+  /** Calls `handler` once on Ctrl-C (SIGINT) or SIGTERM; returns a function that stops listening. For `watch`. */
+  onInterrupt?(handler: () => void): () => void;
 }
 
 export { CliError } from "../errors.js";

@@ -9,6 +9,7 @@ import { registerProfiles } from "./profiles.js";
 import { registerRules } from "./rules.js";
 import { registerStatus } from "./status.js";
 import { registerSubdevices } from "./subdevices.js";
+import { registerWatch } from "./watch.js";
 
 export function registerApi(program: Command, io: CliIO): void {
   registerProfiles(program, io);
@@ -19,4 +20,5 @@ export function registerApi(program: Command, io: CliIO): void {
   registerSubdevices(program, io);
   registerCallbacks(program, io);
   registerCamera(program, io);
+  registerWatch(program, io);
 }
