@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiClient } from "../../protocol/api-client.js";
 import { FileRecorder } from "../../gateway/daemon/record.js";
 import { BlockkitServer } from "../../server/controller.js";
-import { mqttReading, parseRecording } from "../../simulator/replay.js";
+import { mqttReading, parseRecording, serialReadings } from "../../simulator/replay.js";
 import { playRecording } from "../../simulator/replay-player.js";
 
 const T0 = 1_763_000_000_000;
@@ -38,6 +38,13 @@ describe("recording format", () => {
     expect(rec.readings).toBe(6);
     expect(rec.problems).toEqual(["line 7: not JSON", "line 8: t must be epoch ms", 'line 9: the MQTT message "online" is unusable (not a node topic with a value)']);
     expect(mqttReading("p/1_0_9/config", '{"type":"UNPLUG"}')).toEqual({ G: "1", V: 0, D: 9, DA: "UNPLUG", kind: "config" });
+  });
+
+  it("reports the firmware version where the gateway does: a VERSION config event on D 1003, from an ACK or a DEVICE frame", () => {
+    const version = { G: "0", V: 0, D: 1003, DA: "VERSION", kind: "config" };
+    expect(serialReadings('{"ACK":[{"G":"0","V":0,"D":1003,"DA":"V12_0.47"}]}')).toEqual([{ ...version, value: "V12_0.47" }]);
+    expect(serialReadings('{"DEVICE":[{"G":"0","V":0,"D":1003,"DA":"V12_1.00"}]}')).toEqual([{ ...version, value: "V12_1.00" }]);
+    expect(serialReadings('{"ACK":[{"G":"0","V":0,"D":1003,"DA":"VNO"}]}')).toEqual([]);
   });
 
   it("reads what the gateway's own recorder writes", async () => {
