@@ -1,5 +1,6 @@
 /** /device/:guid/subdevice…: create, change, delete, actuation counts, and the webhook tickle. */
 import type { FastifyInstance } from "fastify";
+import { CAUSE_HEADER, parseCause } from "../services/automation/rules/cause.js";
 import {
   SubDeviceCreate,
   SubDeviceDataQuery,
@@ -52,7 +53,7 @@ export function subDeviceRoutes(app: FastifyInstance, s: Services): void {
   app.post("/device/:deviceGuid/subdevice/:subDeviceId/tickle/:token", { schema: { params: TickleParams } }, async (request) => {
     const { deviceGuid, subDeviceId, token } = request.params as { deviceGuid: string; subDeviceId: string; token: string };
     s.rateLimiter.take(`tickle:${hashToken(token)}`);
-    await subs.tickle(deviceGuid, subDeviceId, token);
+    await subs.tickle(deviceGuid, subDeviceId, token, parseCause(request.headers[CAUSE_HEADER]));
     return ok();
   });
 }

@@ -88,6 +88,8 @@ export interface IngestEvent {
   touch?: number | undefined;
   /** Apply only to a device that exists: an unknown GUID creates nothing and is answered as a duplicate. */
   existingOnly?: boolean | undefined;
+  /** The rules whose actions led to this event (a tickle from a rule's webhook); not stored. */
+  cause?: readonly number[] | undefined;
 }
 
 export interface IngestResult {

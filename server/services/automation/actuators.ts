@@ -16,6 +16,7 @@ import type { DeviceRow, Store, SubDeviceRow } from "../../store/types.js";
 import type { CommandHub } from "../commands.js";
 import { isServiceNode } from "../service-devices.js";
 import { postJson, redactTarget } from "./http-out.js";
+import { CAUSE_HEADER, currentCause, formatCause } from "./rules/cause.js";
 
 export interface ActuatorOptions {
   /** SMS gateway taking POST `{to, body}`; unset: sms actuations fail with a clear error. */
@@ -85,7 +86,11 @@ export class ServiceActuators {
   private async call(sub: SubDeviceRow, payload: unknown): Promise<void> {
     if (sub.url === null) throw badRequest(`webhook actuator ${sub.sid} has no url`);
     try {
-      await postJson(sub.url, payload, { timeoutMs: this.timeoutMs, dispatcher: this.options.dispatcher });
+      // A call made by a rule's run says which rules led to it, so that a tickle it causes does
+      // not fire them again (rules/cause.ts).
+      const cause = currentCause();
+      const headers = cause ? { [CAUSE_HEADER]: formatCause(cause) } : undefined;
+      await postJson(sub.url, payload, { timeoutMs: this.timeoutMs, dispatcher: this.options.dispatcher, headers });
     } catch (err) {
       this.log.warn({ sid: sub.sid, target: redactTarget(sub.url), err: (err as Error).message }, "webhook call failed");
       throw unavailable(`webhook actuator ${sub.sid}: ${(err as Error).message}`, err);

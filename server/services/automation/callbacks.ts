@@ -3,8 +3,12 @@
  * with a callback is POSTed as `{GUID,G,V,D,DA,timestamp,node}`, signed with HMAC-SHA256 of the
  * body keyed with the callback's secret. Deliveries run off the request path, one at a time per
  * device (order kept), retried with exponential backoff; the callback row is read again before
- * every attempt, so nothing is sent once DELETE has returned. The queue is bounded: beyond it new
- * events are dropped and counted rather than growing memory without end.
+ * every attempt, so nothing is sent once DELETE has returned.
+ *
+ * Fair between users: the queues are bounded per device, per user and in total, and each user has
+ * at most `maxInFlightPerUser` attempts in flight. A user whose receiver never answers fills only
+ * that user's share and holds only that many connections, each for at most `timeoutMs`; another
+ * user's deliveries go on. Events beyond a bound are dropped and counted per reason.
  */
 import { createHmac, randomUUID } from "node:crypto";
 import { setMaxListeners } from "node:events";
@@ -22,8 +26,12 @@ export interface CallbackOptions {
   timeoutMs?: number;
   /** Most deliveries waiting in all queues together. Default 10 000. */
   maxQueued?: number;
-  /** Most deliveries waiting for one device. Default 1000. */
+  /** Most deliveries waiting for one user's devices together. Default 1000. */
+  maxQueuedPerUser?: number;
+  /** Most deliveries waiting for one device. Default 500. */
   maxPerDevice?: number;
+  /** Attempts in flight at once for one user's callbacks. Default 8. */
+  maxInFlightPerUser?: number;
   /** undici dispatcher; default a keep-alive pool owned (and closed) by the dispatcher. */
   dispatcher?: Dispatcher;
 }
@@ -40,12 +48,24 @@ interface Item {
 }
 
 interface DeviceQueue {
+  userId: number;
   items: Item[];
   running: boolean;
 }
 
+interface UserShare {
+  queued: number;
+  inFlight: number;
+  /** Device loops waiting for one of the user's attempt slots, first come first served. */
+  waiting: (() => void)[];
+}
+
+/** Why a delivery was dropped (`blockkit_callback_drops_total{reason}`). */
+export type DropReason = "queue_full" | "user_queue_full" | "device_queue_full" | "gave_up";
+
 export class CallbackDispatcher {
   private readonly queues = new Map<number, DeviceQueue>();
+  private readonly users = new Map<number, UserShare>();
   private readonly waits = new Set<{ timer: NodeJS.Timeout; resolve: () => void }>();
   private readonly idleWaiters: (() => void)[] = [];
   private intake: Promise<void> = Promise.resolve();
@@ -57,9 +77,13 @@ export class CallbackDispatcher {
   private readonly timeoutMs: number;
   private readonly maxQueued: number;
   private readonly maxPerDevice: number;
+  private readonly maxQueuedPerUser: number;
+  private readonly maxInFlightPerUser: number;
   private readonly dispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
   readonly stats = { delivered: 0, retries: 0, failed: 0, dropped: 0 };
+  /** Drops per reason (`dropped` is their sum less `gave_up`, which `failed` counts). */
+  readonly drops: Record<DropReason, number> = { queue_full: 0, user_queue_full: 0, device_queue_full: 0, gave_up: 0 };
 
   constructor(
     private readonly store: Store,
@@ -69,7 +93,9 @@ export class CallbackDispatcher {
     this.retryDelaysMs = options.retryDelaysMs ?? [1000, 2000, 4000, 8000, 16_000, 32_000];
     this.timeoutMs = options.timeoutMs ?? 5000;
     this.maxQueued = options.maxQueued ?? 10_000;
-    this.maxPerDevice = options.maxPerDevice ?? 1000;
+    this.maxPerDevice = options.maxPerDevice ?? 500;
+    this.maxQueuedPerUser = options.maxQueuedPerUser ?? 1000;
+    this.maxInFlightPerUser = options.maxInFlightPerUser ?? 8;
     this.ownsDispatcher = options.dispatcher === undefined;
     this.dispatcher = options.dispatcher ?? new Agent({ connections: 64, keepAliveTimeout: 10_000, connect: { timeout: this.timeoutMs } });
     // Every delivery in flight listens to the one stop signal.
@@ -86,6 +112,8 @@ export class CallbackDispatcher {
     }
     this.waits.clear();
     this.queues.clear();
+    for (const u of this.users.values()) for (const w of u.waiting.splice(0)) w();
+    this.users.clear();
     this.queued = 0;
     this.wakeIdle();
     if (this.ownsDispatcher) await this.dispatcher.close();
@@ -123,8 +151,17 @@ export class CallbackDispatcher {
     for (const e of events) {
       if (e.kind === "config" || this.stopped || !withCallback.has(e.deviceId)) continue;
       let q = this.queues.get(e.deviceId);
-      if (this.queued >= this.maxQueued || (q && q.items.length >= this.maxPerDevice)) {
-        this.dropped(e.guid);
+      const user = this.share(e.userId);
+      const full: DropReason | null =
+        q && q.items.length >= this.maxPerDevice
+          ? "device_queue_full"
+          : user.queued >= this.maxQueuedPerUser
+            ? "user_queue_full"
+            : this.queued >= this.maxQueued
+              ? "queue_full"
+              : null;
+      if (full) {
+        this.dropped(e.guid, e.userId, full);
         continue;
       }
       const payload: CallbackPayload = {
@@ -136,19 +173,54 @@ export class CallbackDispatcher {
         timestamp: e.ts,
         node: e.node,
       };
-      if (!q) this.queues.set(e.deviceId, (q = { items: [], running: false }));
+      if (!q) this.queues.set(e.deviceId, (q = { userId: e.userId, items: [], running: false }));
       q.items.push({ id: randomUUID(), body: JSON.stringify(payload), attempts: 0 });
       this.queued++;
+      user.queued++;
       if (!q.running) void this.pump(e.deviceId, q);
     }
   }
 
-  private dropped(guid: string): void {
+  private share(userId: number): UserShare {
+    let u = this.users.get(userId);
+    if (!u) this.users.set(userId, (u = { queued: 0, inFlight: 0, waiting: [] }));
+    return u;
+  }
+
+  /** `n` deliveries of `q` leave the queues (delivered, given up, or the callback is gone). */
+  private removed(q: DeviceQueue, n: number): void {
+    this.queued -= n;
+    const u = this.users.get(q.userId);
+    if (!u) return;
+    u.queued -= n;
+    if (u.queued <= 0 && u.inFlight === 0 && u.waiting.length === 0) this.users.delete(q.userId);
+  }
+
+  /** Waits for one of the user's attempt slots. */
+  private async acquire(userId: number): Promise<void> {
+    const u = this.share(userId);
+    if (u.inFlight < this.maxInFlightPerUser) {
+      u.inFlight++;
+      return;
+    }
+    await new Promise<void>((resolve) => u.waiting.push(resolve));
+    u.inFlight++;
+  }
+
+  private releaseSlot(userId: number): void {
+    const u = this.users.get(userId);
+    if (!u) return;
+    u.inFlight--;
+    u.waiting.shift()?.();
+  }
+
+  private dropped(guid: string, userId: number, reason: DropReason): void {
     this.stats.dropped++;
+    this.drops[reason]++;
     const now = Date.now();
     if (now - this.lastDropLog > 10_000) {
       this.lastDropLog = now;
-      this.log.warn({ guid, queued: this.queued, dropped: this.stats.dropped }, "callback queue full: dropping deliveries");
+      this.log.warn({ guid, userId, reason, queued: this.queued, dropped: this.stats.dropped }, "callback queue full: dropping deliveries");
     }
   }
 
@@ -160,20 +232,28 @@ export class CallbackDispatcher {
         // Read again before every attempt: a callback deleted (or changed) meanwhile wins.
         const cb = await this.store.callbacks.get(deviceId);
         if (!cb) {
-          this.queued -= q.items.length;
+          this.removed(q, q.items.length);
           q.items.length = 0;
           break;
         }
         item.attempts++;
-        const ok = await this.attempt(cb.url, cb.secret, item);
+        await this.acquire(q.userId);
+        let ok: boolean;
+        try {
+          ok = this.stopped ? false : await this.attempt(cb.url, cb.secret, item);
+        } finally {
+          this.releaseSlot(q.userId);
+        }
+        if (this.stopped) break;
         if (ok || item.attempts > this.retryDelaysMs.length) {
           if (ok) this.stats.delivered++;
           else {
             this.stats.failed++;
+            this.drops.gave_up++;
             this.log.warn({ deviceId, attempts: item.attempts }, "callback delivery given up");
           }
           q.items.shift();
-          this.queued--;
+          this.removed(q, 1);
           continue;
         }
         this.stats.retries++;
@@ -181,7 +261,7 @@ export class CallbackDispatcher {
       }
     } catch (err) {
       this.log.error({ err, deviceId }, "callback delivery loop failed");
-      this.queued -= q.items.length;
+      this.removed(q, q.items.length);
       q.items.length = 0;
     }
     q.running = false;

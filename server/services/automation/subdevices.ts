@@ -155,7 +155,7 @@ export class SubDeviceService {
    * A tickle: the path token authorises it. Counts an actuation and emits a data event on the
    * Webhooks device with DA = the sub-device's data (its id when empty), so rules fire on it.
    */
-  async tickle(guid: string, sid: string, token: string): Promise<void> {
+  async tickle(guid: string, sid: string, token: string, cause?: readonly number[]): Promise<void> {
     const device = await this.store.devices.byGuid(guid);
     const sub = device ? await this.store.subdevices.get(device.id, sid) : null;
     // Hash and compare even when the sub-device is unknown, so timing does not tell the cases apart.
@@ -167,7 +167,7 @@ export class SubDeviceService {
     await this.store.subdevices.addActuation(sub.id, now);
     const DA = sub.data === "" ? sub.sid : sub.data;
     await this.ingest.submit([
-      { kind: "data", userId: device.user_id, node: device.node_id, guid: device.guid, G: device.g, V: device.v, D: device.d, DA, num: numericValue(DA), ts: now },
+      { kind: "data", userId: device.user_id, node: device.node_id, guid: device.guid, G: device.g, V: device.v, D: device.d, DA, num: numericValue(DA), ts: now, cause },
     ]);
   }
 

@@ -15,6 +15,7 @@ import type { CommittedEvent } from "../../ingest.js";
 import { handler } from "./handlers/index.js";
 import type { ActionDeps, ActionHandler, Params, PreconditionHandler, RunContext } from "./handlers/types.js";
 import { DeviceValues } from "./store-view.js";
+import { MAX_CAUSE_CHAIN, runCaused } from "./cause.js";
 
 export interface RuleEngineOptions {
   /** Runs kept per rule. Default 20. */
@@ -23,6 +24,12 @@ export interface RuleEngineOptions {
   maxPending?: number;
   /** Rules one user may have. Default 10 000. */
   maxRulesPerUser?: number;
+  /**
+   * Runs started per turn of the event loop; the others wait for the next turn, so that 10,000
+   * rules fired by one event do not hold the loop (other users' requests) for their whole work.
+   * Default 64.
+   */
+  runsPerTurn?: number;
 }
 
 /** Bus channel announcing a changed rule id, so that every process's index follows CRUD. */
@@ -55,11 +62,15 @@ export class RuleEngine {
   private readonly maxPending: number;
   private unrecorded: { run: RuleRunRow; userId: number }[] = [];
   private readonly runListeners: RunListener[] = [];
+  private readonly runsPerTurn: number;
+  /** Runs waiting for a turn of the event loop (`turn()`), and whether the next turn is scheduled. */
+  private readonly turnWaiters: (() => void)[] = [];
+  private turnScheduled = false;
   private unsubscribe: () => void = () => {};
   private unsubscribeResync: (() => void) | undefined;
   private readonly tag = randomUUID();
   private flushing: Promise<void> | null = null;
-  readonly stats = { fired: 0, runs: 0, failed: 0, dropped: 0 };
+  readonly stats = { fired: 0, runs: 0, failed: 0, dropped: 0, loops: 0 };
 
   constructor(
     private readonly store: Store,
@@ -74,6 +85,7 @@ export class RuleEngine {
     setMaxListeners(0, this.abort.signal);
     this.historyKeep = options.historyKeep ?? 20;
     this.maxPending = options.maxPending ?? 16;
+    this.runsPerTurn = options.runsPerTurn ?? 64;
   }
 
   async start(): Promise<void> {
@@ -193,6 +205,18 @@ export class RuleEngine {
     const now = this.clock();
     const st = rule.state;
     if (st.lastFired !== null && now < st.lastFired + rule.timeoutMs) return;
+    const cause = e.cause ?? [];
+    if (cause.includes(rule.id) || cause.length >= MAX_CAUSE_CHAIN) {
+      // Its own action chain (or a chain of rules this long) caused the event: firing again would
+      // loop without end. Not fired; recorded in its history.
+      this.stats.loops++;
+      const error = cause.includes(rule.id)
+        ? `loop stopped: the event on ${e.guid} was caused by this rule's own actions (rules ${cause.join(" -> ")})`
+        : `loop stopped: the event on ${e.guid} comes from a chain of ${cause.length} rules (${cause.join(" -> ")})`;
+      this.log.warn({ rid: rule.id, cause }, "rule loop stopped");
+      this.record({ rule_id: rule.id, ts: now, ok: false, steps: [], error }, rule.userId);
+      return;
+    }
     if (st.pending >= this.maxPending) {
       this.stats.dropped++;
       this.log.warn({ rid: rule.id }, "rule fired faster than it runs: firing dropped");
@@ -204,10 +228,29 @@ export class RuleEngine {
     st.chain = st.chain
       // The next turn: the responses of the committed events are written before the actions'
       // own disk writes (a queued command) take the event loop.
-      .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
-      .then(() => this.run(rule, now))
+      .then(() => this.turn())
+      .then(() => runCaused([...cause, rule.id], () => this.run(rule, now)))
       .catch((err: unknown) => this.log.error({ err, rid: rule.id }, "rule run failed unexpectedly"))
       .finally(() => st.pending--);
+  }
+
+  /**
+   * Resolves in a later turn of the event loop, at most `runsPerTurn` runs per turn: the runs
+   * fired by one event start spread over as many turns as it takes, with I/O (other requests)
+   * served between them.
+   */
+  private turn(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.turnWaiters.push(resolve);
+      if (this.turnScheduled) return;
+      this.turnScheduled = true;
+      const next = (): void => {
+        for (const f of this.turnWaiters.splice(0, this.runsPerTurn)) f();
+        if (this.turnWaiters.length > 0) setImmediate(next);
+        else this.turnScheduled = false;
+      };
+      setImmediate(next);
+    });
   }
 
   private async run(rule: Compiled, firedAt: number): Promise<void> {
