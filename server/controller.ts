@@ -166,6 +166,7 @@ export class BlockkitServer {
         smtpUrl: o.smtpUrl,
         filesDir: join(o.dataDir ?? "./data", "files"),
         ...o.automation,
+        rules: { shared: store.kind === "postgres", ...o.automation?.rules },
       }),
     };
     core.ingest.onCommitted(events.onCommitted);

@@ -187,4 +187,9 @@ BEGIN
 END $$;
 `,
   },
+  {
+    // When each rule last fired: a firing with a timeout is claimed here, once across instances.
+    name: "002-rule-last-fired",
+    sql: "ALTER TABLE rules ADD COLUMN last_fired bigint;",
+  },
 ];

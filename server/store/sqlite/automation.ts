@@ -104,10 +104,15 @@ export function subDevicesRepo(db: Database): SubDevicesRepo {
 }
 
 /** Rules and runs as SQLite keeps them: JSON text and integer flags. */
-type RuleRecord = Omit<RuleRow, "preconditions" | "actions" | "suspended"> & { preconditions: string; actions: string; suspended: number };
+type RuleRecord = Omit<RuleRow, "preconditions" | "actions" | "suspended"> & {
+  preconditions: string;
+  actions: string;
+  suspended: number;
+  last_fired?: number | null;
+};
 type RunRecord = Omit<RuleRunRow, "ok" | "steps"> & { ok: number; steps: string };
 
-const toRule = (r: RuleRecord): RuleRow => ({
+const toRule = ({ last_fired: _lastFired, ...r }: RuleRecord): RuleRow => ({
   ...r,
   preconditions: JSON.parse(r.preconditions) as RuleRow["preconditions"],
   actions: JSON.parse(r.actions) as RuleRow["actions"],
@@ -140,6 +145,7 @@ export function rulesRepo(db: Database): RulesRepo {
   );
   const setSuspended = db.prepare("UPDATE rules SET suspended = ? WHERE id = ?");
   const remove = db.prepare("DELETE FROM rules WHERE id = ?");
+  const claimFiring = db.prepare("UPDATE rules SET last_fired = @now WHERE id = @id AND (last_fired IS NULL OR last_fired <= @now - @timeoutMs)");
   const insertRun = db.prepare("INSERT INTO rule_runs (rule_id, ts, ok, steps, error) VALUES (@rule_id, @ts, @ok, @steps, @error)");
   const prune = db.prepare(
     "DELETE FROM rule_runs WHERE rule_id = ? AND id <= (SELECT id FROM rule_runs WHERE rule_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
@@ -182,6 +188,9 @@ export function rulesRepo(db: Database): RulesRepo {
     },
     async remove(id) {
       return remove.run(id).changes > 0;
+    },
+    async claimFiring(id, now, timeoutMs) {
+      return claimFiring.run({ id, now, timeoutMs }).changes > 0;
     },
     async addRuns(runs, keep) {
       if (runs.length > 0) addRuns.immediate(runs, keep);

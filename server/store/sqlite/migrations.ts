@@ -225,3 +225,9 @@ CREATE TABLE activation_waits (
 );
 `,
 });
+
+// When each rule last fired, for the instances that share a store (RulesRepo.claimFiring).
+MIGRATIONS.push({
+  name: "060-rule-last-fired",
+  sql: "ALTER TABLE rules ADD COLUMN last_fired INTEGER;",
+});

@@ -30,6 +30,11 @@ export interface RuleEngineOptions {
    * Default 64.
    */
   runsPerTurn?: number;
+  /**
+   * Several instances share the store: a firing with a timeout is claimed in the store first
+   * (RulesRepo.claimFiring), so that the rule fires at most once per timeout across the cluster.
+   */
+  shared?: boolean;
 }
 
 /** Bus channel announcing a changed rule id, so that every process's index follows CRUD. */
@@ -60,6 +65,7 @@ export class RuleEngine {
   private readonly abort = new AbortController();
   private readonly historyKeep: number;
   private readonly maxPending: number;
+  private readonly shared: boolean;
   private unrecorded: { run: RuleRunRow; userId: number }[] = [];
   private readonly runListeners: RunListener[] = [];
   private readonly runsPerTurn: number;
@@ -86,6 +92,7 @@ export class RuleEngine {
     this.historyKeep = options.historyKeep ?? 20;
     this.maxPending = options.maxPending ?? 16;
     this.runsPerTurn = options.runsPerTurn ?? 64;
+    this.shared = options.shared ?? false;
   }
 
   async start(): Promise<void> {
@@ -229,7 +236,14 @@ export class RuleEngine {
       // The next turn: the responses of the committed events are written before the actions'
       // own disk writes (a queued command) take the event loop.
       .then(() => this.turn())
-      .then(() => runCaused([...cause, rule.id], () => this.run(rule, now)))
+      .then(async () => {
+        // Across instances: another one may have fired this rule within its timeout.
+        if (this.shared && rule.timeoutMs > 0 && !(await this.store.rules.claimFiring(rule.id, now, rule.timeoutMs))) {
+          this.stats.fired--;
+          return;
+        }
+        await runCaused([...cause, rule.id], () => this.run(rule, now));
+      })
       .catch((err: unknown) => this.log.error({ err, rid: rule.id }, "rule run failed unexpectedly"))
       .finally(() => st.pending--);
   }
