@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -96,6 +96,11 @@ describe("blockkit login / logout / profiles / status", () => {
     expect(json).toEqual([{ name: "home", current: true, server: live.urls.authUrl, user: "admin" }]);
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(readFileSync(join(env.HOME, ".cache", "blockkit", "profiles"), "utf8")).toBe("home\n");
+    // A file others can read still works, with a warning that names it.
+    chmodSync(file, 0o644);
+    const warned = await live.run(["devices", "-o", "json"], { bare: true, env });
+    expect(warned.code).toBe(0);
+    expect(warned.stderr).toBe(`blockkit: warning: ${file} holds tokens and is readable by others (chmod 600 it)\n`);
   });
 
   it("never sends a profile's token to another server given by flag or environment", () => {

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { StreamFollower } from "../../cli/api/stream-follower.js";
+import { frameLine } from "../../cli/api/watch.js";
 import { runCli } from "../../cli/program.js";
 import { type StreamFrame, streamAddress } from "../../protocol/stream.js";
 import { BlockClient } from "../../protocol/block-client.js";
@@ -99,6 +100,21 @@ describe("blockkit watch", () => {
     stderr = "";
     expect(await runCli(["node", "blockkit", "watch", "nope", "--server", live.urls.authUrl, "--token", TOKEN], io)).toBe(2);
     expect(stderr).toMatch(/^blockkit watch: <guids>: "nope" is not a device GUID/);
+  });
+});
+
+describe("watch lines", () => {
+  it("gives every kind of frame one readable line", () => {
+    const t = Date.UTC(2026, 0, 31, 12, 0, 5);
+    const now = () => t;
+    expect(frameLine({ type: "data", guid: "ABCDEF123456_0_0_9", DA: 21.5, timestamp: t }, now)).toBe("2026-01-31 12:00:05  data    ABCDEF123456_0_0_9  21.5");
+    expect(frameLine({ type: "config", guid: "ABCDEF123456_0_0_9", config: { type: "UNPLUG" }, timestamp: t }, now)).toBe(
+      "2026-01-31 12:00:05  config  ABCDEF123456_0_0_9  UNPLUG",
+    );
+    expect(frameLine({ type: "device", guid: "ABCDEF123456_0_0_9", change: "deleted" }, now)).toBe("2026-01-31 12:00:05  device  ABCDEF123456_0_0_9  deleted");
+    expect(frameLine({ type: "block", nodeId: "ABCDEF123456", change: "awaiting" }, now)).toBe("2026-01-31 12:00:05  block   ABCDEF123456  awaiting");
+    expect(frameLine({ type: "rule", rid: 3, ok: false, timestamp: t }, now)).toBe("2026-01-31 12:00:05  rule    3  failed");
+    expect(frameLine({ type: "lag", dropped: 17 }, now)).toBe("2026-01-31 12:00:05  lag     17 events dropped (this terminal was too slow)");
   });
 });
 
