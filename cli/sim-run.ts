@@ -150,14 +150,14 @@ export async function runSim(flags: SimFlags): Promise<void> {
   const { report, cleanup } = outcome;
   if (flags.report) writeReport(flags.report, report);
   if (workers > 1) process.stderr.write(`${workers} worker processes, ${parts.map((p) => `part ${p?.index}/${p?.count}`).join(", ")}\n`);
-  for (const line of summaryLines(report)) process.stderr.write(`${line}\n`);
+  // A shard's thresholds speak of the whole fleet: `sim merge` checks them on the merged reports.
+  for (const line of summaryLines(report)) if (!shard || !line.startsWith("threshold ")) process.stderr.write(`${line}\n`);
   if (cleanup) {
     process.stderr.write(`cleanup: ${cleanup.blocks} blocks unpaired, ${cleanup.callbacks} callbacks removed${cleanup.failed.length > 0 ? `, ${cleanup.failed.length} failed` : ""}\n`);
     for (const f of cleanup.failed.slice(0, 10)) process.stderr.write(`cleanup failed: ${f}\n`);
     if (cleanup.failed.length > 0) process.stderr.write(`retry with: blockkit sim cleanup --node-prefix ${prefix}\n`);
   }
   if (shard) {
-    // A shard's thresholds speak of the whole fleet: `sim merge` checks them on the merged reports.
     process.stderr.write(`shard ${shard.index}/${shard.count}: the thresholds are checked on the merge (blockkit sim merge REPORT…)\n`);
     process.exit(report.blocks.activated > 0 ? 0 : 1);
   }
