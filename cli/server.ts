@@ -13,6 +13,7 @@ interface ServerFlags {
   adminToken?: string;
   smtpUrl?: string;
   smsUrl?: string;
+  metricsToken?: string;
   pollHold: number;
   logLevel: string;
   retention?: number;
@@ -31,6 +32,7 @@ export function registerServer(program: Command): void {
     .option("--smtp-url <url>", "SMTP server for the sendEmail action", url)
     .option("--sms-url <url>", "SMS gateway (HTTP POST of {to, body})", url)
     .option("--retention <duration>", "PostgreSQL: drop readings older than this, a month's partition at a time (e.g. 400d)", duration)
+    .option("--metrics-token <token>", "bearer token that opens GET /metrics to other addresses (default: BLOCKKIT_METRICS_TOKEN; none: loopback only)")
     .option("--poll-hold <seconds>", "hold of the commands long-poll and of activation", positiveNumber, 30)
     .option("--log-level <level>", "log level", logLevel, "info")
     .action(async (flags: ServerFlags) => {
@@ -48,6 +50,7 @@ export function registerServer(program: Command): void {
         adminToken: flags.adminToken,
         smtpUrl: flags.smtpUrl,
         smsUrl: flags.smsUrl,
+        metricsToken: flags.metricsToken ?? process.env.BLOCKKIT_METRICS_TOKEN,
         pollHoldSeconds: flags.pollHold,
         logger,
       });

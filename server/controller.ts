@@ -23,6 +23,7 @@ import { Ingest } from "./services/ingest.js";
 import { Accounts, type LoginLimitOptions } from "./services/accounts/index.js";
 import { RateLimiter } from "./services/rate-limit.js";
 import { type LimitOptions, Limits } from "./services/limits.js";
+import { ServerMetrics } from "./services/metrics.js";
 import { newToken } from "./services/secrets.js";
 import { openStore } from "./store/index.js";
 import { StreamHub, type StreamHubOptions } from "./services/stream/hub.js";
@@ -58,6 +59,8 @@ export interface ServerOptions {
   commandTtlSeconds?: number;
   /** Per-credential rate limit, requests per second (0 = off). Default 1000, burst twice that. */
   rateLimitPerSecond?: number;
+  /** Bearer token that opens GET /metrics to any client. Default: none, loopback clients only. */
+  metricsToken?: string;
   /** Connections, request timeouts and activation holds (docs/operations.md "Limits"). */
   limits?: Partial<LimitOptions>;
   /** Caps and timers of the live stream (sockets per user, ping interval, send buffer). */
@@ -141,7 +144,7 @@ export class BlockkitServer {
     );
     const events = new StreamPublisher(bus);
     const core = {
-      settings: { pollHoldMs: holdMs, baseUrl: "", authUrl: "", streamUrl: "" },
+      settings: { pollHoldMs: holdMs, metricsToken: o.metricsToken, baseUrl: "", authUrl: "", streamUrl: "" },
       log,
       clock,
       store,
@@ -159,7 +162,7 @@ export class BlockkitServer {
       history: new HistoryService(store, clock),
       storeHealth: new StoreHealth(clock),
     };
-    this.services = {
+    const withAutomation = {
       ...core,
       automation: new Automation(core, {
         smsUrl: o.smsUrl,
@@ -169,6 +172,7 @@ export class BlockkitServer {
         rules: { shared: store.kind === "postgres", ...o.automation?.rules },
       }),
     };
+    this.services = { ...withAutomation, metrics: new ServerMetrics(withAutomation) };
     core.ingest.onCommitted(events.onCommitted);
     this.services.automation.engine.onRun((userId, rid, ok, firedAt) => events.rule(userId, rid, ok, firedAt));
     this.api = buildApiApp(this.services);

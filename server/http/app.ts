@@ -7,6 +7,7 @@ import type { Services } from "../services/index.js";
 import { accountRoutes } from "./account.js";
 import type { LimitOptions, Limits } from "../services/limits.js";
 import { guardedServer } from "./connection-guard.js";
+import { countRequests, metricsRoute } from "./metrics.js";
 import { installAuth } from "./auth.js";
 import { blockEventRoutes } from "./block-events.js";
 import { blockRoutes } from "./blocks.js";
@@ -114,6 +115,8 @@ export function buildApiApp(s: Services): FastifyInstance {
   app.decorate("fastIngest", lane);
   installAuth(app, s);
   closeRefusedUpgrades(app);
+  countRequests(app, s);
+  metricsRoute(app, s, s.settings.metricsToken);
   app.get("/healthz", async (_request, reply) => {
     const store = s.storeHealth.state();
     // 503 while the store cannot write: a load balancer or a probe sees it without reading the body.
@@ -146,6 +149,7 @@ export function buildApiApp(s: Services): FastifyInstance {
 export function buildStreamApp(s: Services): FastifyInstance {
   const app = baseFastify(s.log.child({ module: "srv:stream" }), SNAPSHOT_BODY_LIMIT, s.storeHealth, s.limits, serverFactory(s, (o) => o.uploadTimeoutMs));
   installAuth(app, s);
+  countRequests(app, s);
   app.get("/healthz", async (_request, reply) => {
     const store = s.storeHealth.state();
     if (!store.ok) void reply.code(503);

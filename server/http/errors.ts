@@ -101,7 +101,7 @@ export function installErrorHandling(app: FastifyInstance, bodyLimit: number, he
     void reply.code(status).send(fail(message));
   });
   if (health) {
-    app.addHook("onResponse", (request, reply, done) => {
+    app.addHook("onResponse", function storeWroteOn2xx(request, reply, done) {
       // A write answered 2xx was committed: the store writes again.
       if (reply.statusCode < 300 && request.method !== "GET" && request.method !== "HEAD") health.wrote();
       done();

@@ -45,6 +45,12 @@ const CHECKS = {
   config: TypeCompiler.Compile(StrictEvents.ConfigEvent),
 } as const;
 const OK_BODY = JSON.stringify(ok());
+/** The routes' patterns as fastify names them (metrics labels). */
+const ROUTE_PATTERN: Record<Kind, string> = {
+  data: `${REST_PREFIX}/block/:nodeId/data`,
+  heartbeat: `${REST_PREFIX}/block/:nodeId/heartbeat`,
+  config: `${REST_PREFIX}/block/:nodeId/config`,
+};
 const JSON_TYPE = "application/json; charset=utf-8";
 /** Response headers of an injected answer that describe the connection, not the answer. */
 const HOP_HEADERS = new Set(["connection", "keep-alive", "transfer-encoding", "date"]);
@@ -55,10 +61,14 @@ const HOP_HEADERS = new Set(["connection", "keep-alive", "transfer-encoding", "d
  * - onRequest `authenticate`: the block token from the cache (`cachedBlock`) and the rate limit
  *   (`tryTake`); anything else (no cached token, an empty bucket) goes to fastify.
  * - onResponse `endConnectionWhenClosing`: `connection: close` on every answer once closing.
+ * - onResponse `storeWroteOn2xx`: the store is healthy again after a committed event (`wrote()`).
+ * - onResponse `closeRefusedUpgrade`: nothing to do, a block event is never an upgrade (Node hands
+ *   an `Upgrade:` request to the WebSocket server, not to this listener).
+ * - onResponse `countRequest`: the answer counted in the metrics under the route's pattern.
  */
 export const MIRRORED_HOOKS: Readonly<Record<string, readonly string[]>> = {
   onRequest: ["authenticate"],
-  onResponse: ["endConnectionWhenClosing"],
+  onResponse: ["storeWroteOn2xx", "endConnectionWhenClosing", "closeRefusedUpgrade", "countRequest"],
 };
 
 export class FastIngest {
@@ -132,22 +142,23 @@ export class FastIngest {
     this.s.ingest.submit(events).then(
       () => {
         this.s.storeHealth.wrote();
-        this.send(res, 200, OK_BODY);
+        this.send(res, 200, OK_BODY, kind);
       },
       (err: unknown) => {
         const store = storeFailure(err);
         if (store) this.s.storeHealth.failed(store);
         if (err instanceof ServiceError) {
-          this.send(res, err.statusCode, JSON.stringify(fail(err.message)));
+          this.send(res, err.statusCode, JSON.stringify(fail(err.message)), kind);
           return;
         }
         this.s.log.error({ err }, "ingest failed on the fast lane");
-        this.send(res, 500, JSON.stringify(fail("internal error")));
+        this.send(res, 500, JSON.stringify(fail("internal error")), kind);
       },
     );
   }
 
-  private send(res: ServerResponse, status: number, body: string): void {
+  private send(res: ServerResponse, status: number, body: string, kind: Kind | null): void {
+    if (kind) this.s.metrics.request(ROUTE_PATTERN[kind], "POST", status);
     if (res.destroyed) return;
     const headers: Record<string, string | number> = { "content-type": JSON_TYPE, "content-length": Buffer.byteLength(body) };
     // Closing: end the connection with this answer rather than keep it for another request.
@@ -177,7 +188,7 @@ export class FastIngest {
         },
         (err: unknown) => {
           this.s.log.error({ err }, "replaying a block event through fastify failed");
-          this.send(res, 500, JSON.stringify(fail("internal error")));
+          this.send(res, 500, JSON.stringify(fail("internal error")), null);
         },
       );
   }

@@ -97,7 +97,7 @@ class SocketSink implements StreamSink {
  * which no HTTP parser owns any more, open for ever (and hold up the server's close).
  */
 export function closeRefusedUpgrades(app: FastifyInstance): void {
-  app.addHook("onResponse", (request, _reply, done) => {
+  app.addHook("onResponse", function closeRefusedUpgrade(request, _reply, done) {
     if (request.headers.upgrade !== undefined) request.raw.socket.destroy();
     done();
   });

@@ -13,12 +13,15 @@ import type { Accounts } from "./accounts/index.js";
 import type { RateLimiter } from "./rate-limit.js";
 import type { StoreHealth } from "./store-health.js";
 import type { Limits } from "./limits.js";
+import type { ServerMetrics } from "./metrics.js";
 import type { StreamHub } from "./stream/hub.js";
 import type { StreamPublisher } from "./stream/publisher.js";
 
 export interface ServerSettings {
   /** Longest hold of the commands long-poll and of activation, ms. */
   pollHoldMs: number;
+  /** Bearer token that opens GET /metrics to any client; unset: loopback clients only. */
+  metricsToken?: string | undefined;
   /** External addresses, as printed at start. */
   baseUrl: string;
   authUrl: string;
@@ -37,6 +40,8 @@ export interface Services {
   rateLimiter: RateLimiter;
   /** Connection, timeout and hold limits, and the count of each time one bit. */
   limits: Limits;
+  /** Prometheus metrics (GET /metrics). */
+  metrics: ServerMetrics;
   ingest: Ingest;
   commands: CommandHub;
   activation: Activation;

@@ -56,7 +56,9 @@ export class Ingest {
   /** node id -> the last_active last written for it. */
   private readonly touched = new Map<string, number>();
   /** Counters for /metrics and tests. */
-  readonly stats = { batches: 0, events: 0, duplicates: 0 };
+  readonly stats = { batches: 0, events: 0, duplicates: 0, failedBatches: 0 };
+  /** Told the time of each batch commit, seconds (metrics). */
+  observeCommit: ((seconds: number) => void) | undefined;
 
   constructor(
     private readonly store: Store,
@@ -132,9 +134,12 @@ export class Ingest {
     for (const p of taken) for (const e of p.events) batch.push(e);
     const touched = this.decide(batch, Date.now());
     let results: IngestResult[];
+    const t0 = performance.now();
     try {
       results = await this.store.events.commit(batch);
+      this.observeCommit?.((performance.now() - t0) / 1000);
     } catch (err) {
+      this.stats.failedBatches++;
       for (const node of touched) this.touched.delete(node); // the touches of a rolled-back batch did not happen
       this.log.error({ err, events: count }, "committing block events failed");
       const e = unavailable("the store could not commit the events; retry", err);

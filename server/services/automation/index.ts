@@ -32,7 +32,7 @@ export interface AutomationOptions {
   rules?: RuleEngineOptions;
 }
 
-export type CoreServices = Omit<Services, "automation">;
+export type CoreServices = Omit<Services, "automation" | "metrics">;
 
 export class Automation {
   readonly subdevices: SubDeviceService;

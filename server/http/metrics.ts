@@ -1,0 +1,31 @@
+/**
+ * GET /metrics (Prometheus text format) on the API listener, and the count of every answered
+ * request by route. Open to loopback clients only, unless a metrics token is configured: then any
+ * client with `Authorization: Bearer <token>` (compared in constant time), loopback included.
+ */
+import type { FastifyInstance } from "fastify";
+import { forbidden, unauthorized } from "../errors.js";
+import type { Services } from "../services/index.js";
+import { safeEqual } from "../services/secrets.js";
+
+const isLoopback = (ip: string): boolean => ip.startsWith("127.") || ip.startsWith("::ffff:127.") || ip === "::1";
+
+/** The onResponse hook of both listeners: requests by route pattern, method and status. */
+export function countRequests(app: FastifyInstance, s: Services): void {
+  app.addHook("onResponse", function countRequest(request, reply, done) {
+    s.metrics.request(request.routeOptions.url ?? "unmatched", request.method, reply.statusCode);
+    done();
+  });
+}
+
+export function metricsRoute(app: FastifyInstance, s: Services, token: string | undefined): void {
+  app.get("/metrics", { exposeHeadRoute: false }, async (request, reply) => {
+    if (token !== undefined) {
+      const given = /^Bearer (.+)$/.exec(request.headers.authorization ?? "")?.[1];
+      if (given === undefined || !safeEqual(given, token)) throw unauthorized("metrics need Authorization: Bearer <the metrics token>");
+    } else if (!isLoopback(request.ip)) {
+      throw forbidden("metrics are served to loopback clients only (configure a metrics token to scrape from elsewhere)");
+    }
+    return reply.type(s.metrics.registry.contentType).send(await s.metrics.registry.metrics());
+  });
+}
