@@ -18,4 +18,13 @@ export default tseslint.config(
     },
   },
   { files: ["**/*.js", "**/*.cjs"], languageOptions: { globals: { process: "readonly", console: "readonly" } } },
+  // The dashboard's browser modules (served as they are, no build step).
+  {
+    files: ["web/**/*.js"],
+    languageOptions: {
+      globals: Object.fromEntries(
+        ["window", "document", "location", "fetch", "WebSocket", "URL", "URLSearchParams", "FormData", "Node", "CSS", "confirm", "getComputedStyle", "setTimeout", "clearTimeout", "setInterval", "console"].map((g) => [g, "readonly"]),
+      ),
+    },
+  },
 );

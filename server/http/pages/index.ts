@@ -8,6 +8,7 @@ import { ServiceError } from "../../errors.js";
 import type { Services } from "../../services/index.js";
 import { authorizeRoutes } from "../oauth.js";
 import { assetRoutes } from "./assets.js";
+import { dashboardRoutes } from "./dashboard.js";
 import { frame, html, securityHeaders, sendHtml } from "./layout.js";
 import { loginRoutes } from "./login.js";
 import { settingsActionRoutes } from "./settings-actions.js";
@@ -46,5 +47,6 @@ export function pageRoutes(app: FastifyInstance, s: Services): void {
     settingsRoutes(pages, s);
     settingsActionRoutes(pages, s);
     authorizeRoutes(pages, s);
+    dashboardRoutes(pages, s);
   });
 }

@@ -42,6 +42,8 @@ export interface FrameOptions {
   body: Html;
   /** The signed-in user's name and the CSRF field of the logout form. */
   user?: { name: string; csrf: string } | undefined;
+  /** Extra elements of `<head>` (the dashboard's stylesheet, scripts and CSRF meta). */
+  head?: Html | undefined;
 }
 
 export function frame(o: FrameOptions): Html {
@@ -58,6 +60,7 @@ export function frame(o: FrameOptions): Html {
 <title>${o.title} · blockkit</title>
 <link rel="stylesheet" href="/assets/style.css">
 <link rel="icon" href="/assets/icon.svg" type="image/svg+xml">
+${o.head ?? ""}
 </head>
 <body>
 <header><a class="brand" href="/settings">blockkit</a>${nav}</header>
