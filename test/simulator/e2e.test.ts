@@ -117,7 +117,9 @@ describe("blockkit sim against a real server", () => {
     for (const guid of devices) stored += (await api.history(guid, { from: 0 })).length;
     expect(report.counts.events_sent).toBe(report.counts.events_acked);
     expect(stored).toBe(report.counts.events_acked);
-    expect(report.counts.events_acked).toBeGreaterThan(300);
+    // 50 blocks x 2 readings/s x 3 s is 300 at most, less what the chaos drops and pauses cost and
+    // what a loaded machine does not get to send in time (279 seen on 2 busy cores): half of it.
+    expect(report.counts.events_acked).toBeGreaterThan(150);
 
     expect(report.counts.errors).toBe(0);
     expect(report.counts.commands_sent).toBeGreaterThan(10);

@@ -73,8 +73,9 @@ describe("metrics", () => {
     load.start();
     try {
       await waitUntil(() => (load.summary().answer_wait_ms ?? -1) >= 0);
-      // Idle, an echo comes back at once.
-      expect(load.summary().answer_wait_ms).toBeLessThan(50);
+      // Idle, an echo waits only for the scheduler (62 ms seen on 2 loaded cores, so no fixed bound
+      // like "< 50"): less than behind the busy loop below, which a loaded machine stretches too.
+      const idle = load.summary().answer_wait_ms as number;
       // An echo in flight while the loop is busy for 100 ms of CPU waits at least that long.
       load.ping();
       const cpu0 = process.cpuUsage();
@@ -84,6 +85,7 @@ describe("metrics", () => {
       const busyMs = performance.now() - t0;
       await waitUntil(() => (load.summary().answer_wait_max_ms ?? 0) >= busyMs * 0.9);
       expect(load.summary().answer_wait_max_ms).toBeGreaterThanOrEqual(90);
+      expect(idle).toBeLessThan(busyMs * 0.9);
       // mark() starts a new window without the old samples.
       load.mark();
       expect(load.summary().answer_wait_ms).toBeNull();
