@@ -10,7 +10,7 @@
  * the append throws OutboxFullError and stores nothing: the outbox is `full` until space returns.
  * The other half keeps room for the deletes of a replay (WAL frames) and the checkpoints.
  */
-import { statSync, statfsSync } from "node:fs";
+import { closeSync, existsSync, openSync, statSync, statfsSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { entryBytes } from "./memory.js";
@@ -63,6 +63,8 @@ export class SqliteOutbox implements Outbox {
     this.reserve = options.reserveBytes ?? DEFAULT_RESERVE_BYTES;
     if (!Number.isFinite(this.reserve) || this.reserve < 0) throw new TypeError(`SqliteOutbox: reserveBytes must be >= 0, got ${String(options.reserveBytes)}`);
     this.dir = dirname(file);
+    // Created 0600 before SQLite opens it: its -wal and -shm get the same mode.
+    if (!existsSync(file)) closeSync(openSync(file, "wx", 0o600));
     this.db = new Database(file);
     this.db.pragma("journal_mode = WAL");
     // A checkpointed WAL is truncated back to 4 MiB at most: the reserve covers it.

@@ -4,7 +4,7 @@
  * the frame recorder, the health server and sd_notify. Start order makes every reading durable
  * before a link can produce one; stop order is the reverse, so nothing acknowledged is lost.
  */
-import { mkdirSync, readFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import pino, { type Logger } from "pino";
 import { BlockAgent } from "../agent/agent.js";
@@ -52,6 +52,12 @@ export class Gateway {
     const c = this.config;
     const log = (module: string): Logger => this.log.child({ module });
     mkdirSync(c.stateDir, { recursive: true, mode: 0o700 });
+    const mode = statSync(c.stateDir).mode & 0o777;
+    if ((mode & 0o077) !== 0) {
+      // It holds the block token: tightened like the server's data dir.
+      chmodSync(c.stateDir, 0o700);
+      log("gw:daemon").warn({ stateDir: c.stateDir, was: mode.toString(8) }, "state dir was readable by others: tightened to 700");
+    }
     this.outbox = new SqliteOutbox(join(c.stateDir, "outbox.db"), {
       maxRows: c.outbox.maxRows,
       maxBytes: c.outbox.maxBytes,
