@@ -55,3 +55,22 @@ export function registerGateway(program: Command): void {
       process.stdout.write(`blockkit gateway ready node ${config.nodeId}${health}\n`);
     });
 }
+
+/** `blockkit mqtt-password`: a password from stdin as the hash for the gateway config's `mqtt.users`. */
+export function registerMqttPassword(program: Command): void {
+  program
+    .command("mqtt-password")
+    .description("read a node's MQTT password on stdin and print its hash for mqtt.users[].passwordHash in the gateway config")
+    .action(async () => {
+      const chunks: Buffer[] = [];
+      for await (const c of process.stdin) chunks.push(c as Buffer);
+      const password = Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
+      if (password.length < 8) {
+        process.stderr.write("mqtt-password: the password needs at least 8 characters\n");
+        process.exitCode = 2;
+        return;
+      }
+      const { hashMqttPassword } = await import("../gateway/links/mqtt-users.js");
+      process.stdout.write(`${hashMqttPassword(password)}\n`);
+    });
+}

@@ -10,7 +10,7 @@ import { registerApi } from "./api/index.js";
 import { CliError, type CliIO, commandPath } from "./api/context.js";
 import { registerApps } from "./apps.js";
 import { registerCompletion } from "./completion.js";
-import { registerGateway } from "./gateway.js";
+import { registerGateway, registerMqttPassword } from "./gateway.js";
 import { teach } from "./help.js";
 import { registerServer } from "./server.js";
 import { registerUsers } from "./users.js";
@@ -61,6 +61,7 @@ export function buildProgram(io: CliIO = processIO): Command {
   registerUsers(program);
   registerStoreCommands(program);
   registerGateway(program);
+  registerMqttPassword(program);
   registerSim(program);
   registerApi(program, io);
   registerCompletion(program, io);

@@ -33,7 +33,18 @@ export const MqttConfig = Type.Object(
   {
     /** Embedded broker port (ESP nodes on the LAN connect here). Exclusive with `url`. */
     listen: Type.Optional(Port),
-    listenHost: Type.String({ default: "0.0.0.0" }),
+    /** Address of the embedded broker: loopback by default; a LAN address needs `users`. */
+    listenHost: Type.String({ default: "127.0.0.1" }),
+    /** Accounts of the embedded broker's nodes: user name and `scrypt$salt$hash` (blockkit gateway mqtt-password). */
+    users: Type.Optional(
+      Type.Array(
+        Type.Object(
+          { username: Type.String({ minLength: 1, maxLength: 128 }), passwordHash: Type.String({ pattern: "^scrypt\\$[A-Za-z0-9+/=]{16,}\\$[A-Za-z0-9+/=]{40,}$" }) },
+          { additionalProperties: false },
+        ),
+        { maxItems: 10_000 },
+      ),
+    ),
     /** External broker. Exclusive with `listen`. */
     url: Type.Optional(Type.String({ pattern: "^(mqtts?|wss?)://[^\\s]+$" })),
     prefix: Type.String({ pattern: "^[^#+\\s/]+(/[^#+\\s/]+)*$", default: "blockkit" }),

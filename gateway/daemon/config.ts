@@ -140,6 +140,10 @@ export function loadConfig(opts: { file?: string; flags?: GatewayFlags; env?: No
     if (c.mqtt && (c.mqtt.listen === undefined) === (c.mqtt.url === undefined)) {
       problems.push("mqtt: give exactly one of listen (embedded broker) and url (external broker)");
     }
+    const host = c.mqtt?.listenHost ?? "127.0.0.1";
+    if (c.mqtt?.listen !== undefined && !(host === "localhost" || host === "::1" || host.startsWith("127.")) && !c.mqtt.users?.length) {
+      problems.push(`mqtt.listenHost: ${host} opens the embedded broker to the LAN; give mqtt.users (a user name and password hash per node) or listen on 127.0.0.1`);
+    }
     if (c.camera && [c.camera.url, c.camera.command, c.camera.file].filter((x) => x !== undefined).length !== 1) {
       problems.push("camera: give exactly one of url, command and file");
     }

@@ -109,7 +109,7 @@ export class Gateway {
         const { EmbeddedBroker } = await import("../links/mqtt-broker.js");
         // The broker acknowledges a node's reading only once the link stored it in the outbox.
         const offer = (topic: string, payload: Buffer, retained: boolean) => (link ? link.offer(topic, payload, retained) : "refused");
-        this.broker = new EmbeddedBroker({ port: c.mqtt.listen as number, host: c.mqtt.listenHost, logger: log("gw:mqtt"), offer });
+        this.broker = new EmbeddedBroker({ port: c.mqtt.listen as number, host: c.mqtt.listenHost, users: c.mqtt.users, logger: log("gw:mqtt"), offer });
         await this.broker.start();
         url = this.broker.url;
       }
@@ -119,8 +119,8 @@ export class Gateway {
           offeredByBroker: embedded,
           url: url as string,
           prefix: c.mqtt.prefix,
-          username: c.mqtt.username,
-          password: c.mqtt.password,
+          username: this.broker?.ownCredentials?.username ?? c.mqtt.username,
+          password: this.broker?.ownCredentials?.password ?? c.mqtt.password,
           clientId: c.mqtt.clientId,
           tls: tls && {
             ca: tls.ca ? readFileSync(tls.ca, "utf8") : undefined,

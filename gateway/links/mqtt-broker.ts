@@ -3,15 +3,22 @@
  * The gateway's own MQTT link connects to it like any node would, so the embedded and the
  * external-broker setups run the same link code.
  */
+import { randomBytes, timingSafeEqual } from "node:crypto";
 import { type AddressInfo, type Server, createServer } from "node:net";
 import { Aedes } from "aedes";
 import pino, { type Logger } from "pino";
+import { MqttUsers } from "./mqtt-users.js";
 
 export interface EmbeddedBrokerOptions {
   /** TCP port; 0 picks a free one (tests). */
   port: number;
-  /** Default `0.0.0.0` (nodes are on the LAN). */
+  /**
+   * Default `127.0.0.1`: only clients on this machine. Listening on the LAN (`0.0.0.0` or an
+   * address) needs `users`: anyone on the LAN could otherwise read every reading and publish fake ones.
+   */
   host?: string;
+  /** Accounts of the nodes (mqtt-users.ts); when given, every client must log in with one. */
+  users?: readonly { username: string; passwordHash: string }[];
   logger?: Logger;
   /**
    * Sees every message a client publishes before the broker acknowledges it (PUBACK) or forwards
@@ -29,14 +36,28 @@ export class EmbeddedBroker {
   /** The port actually listened on (after start). */
   port = 0;
 
+  private readonly users: MqttUsers | null;
+  /** The gateway's own client's account when the broker has users (a fresh one per start). */
+  readonly own = { username: `blockkit-gateway-${randomBytes(4).toString("hex")}`, password: randomBytes(24).toString("base64url") };
+
   constructor(private readonly o: EmbeddedBrokerOptions) {
     if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) throw new TypeError(`EmbeddedBroker: port must be 0-65535, got ${String(o.port)}`);
+    const host = o.host ?? "127.0.0.1";
+    if (!isLoopback(host) && !o.users?.length) {
+      throw new TypeError(`EmbeddedBroker: listening on ${host} (the LAN) needs users (username and scrypt password hash per node)`);
+    }
+    this.users = o.users?.length ? new MqttUsers(o.users) : null;
     this.log = o.logger ?? pino({ level: "silent" });
   }
 
   /** The URL the gateway's own client uses. */
   get url(): string {
     return `mqtt://127.0.0.1:${this.port}`;
+  }
+
+  /** The credentials the gateway's own client must use (undefined: the broker has no users). */
+  get ownCredentials(): { username: string; password: string } | undefined {
+    return this.users ? this.own : undefined;
   }
 
   async start(): Promise<void> {
@@ -53,12 +74,23 @@ export class EmbeddedBroker {
         });
       };
     }
+    const users = this.users;
+    if (users) {
+      const own = Buffer.from(this.own.password);
+      broker.authenticate = (client, username, password, callback) => {
+        const ok =
+          username === this.own.username ? password !== undefined && password.length === own.length && timingSafeEqual(password, own) : users.check(username, password);
+        if (!ok) this.log.warn({ client: client.id, username }, "mqtt login refused");
+        // aedes answers CONNACK "bad user name or password" (4) for an error with returnCode 4.
+        callback(ok ? null : Object.assign(new Error("bad user name or password"), { returnCode: 4 }), ok);
+      };
+    }
     broker.on("clientError", (client, err) => this.log.debug({ client: client.id, err: err.message }, "mqtt client error"));
     broker.on("connectionError", (_client, err) => this.log.debug({ err: err.message }, "mqtt connection error"));
     const server = createServer(broker.handle);
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(this.o.port, this.o.host ?? "0.0.0.0", () => {
+      server.listen(this.o.port, this.o.host ?? "127.0.0.1", () => {
         server.off("error", reject);
         resolve();
       });
@@ -66,7 +98,7 @@ export class EmbeddedBroker {
     this.broker = broker;
     this.server = server;
     this.port = (server.address() as AddressInfo).port;
-    this.log.info({ port: this.port, host: this.o.host ?? "0.0.0.0" }, "embedded MQTT broker listening");
+    this.log.info({ port: this.port, host: this.o.host ?? "127.0.0.1", users: this.users !== null }, "embedded MQTT broker listening");
   }
 
   async stop(): Promise<void> {
@@ -78,4 +110,8 @@ export class EmbeddedBroker {
       await new Promise<void>((r) => server.close(() => r()));
     }
   }
+}
+
+function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || host.startsWith("127.");
 }

@@ -30,7 +30,7 @@ describe("gateway config", () => {
     );
     const c = loadConfig({ file });
     expect(c.serial[0]).toEqual({ path: "/dev/ttyAMA0", baud: 9600, ackTimeoutMs: 2000 });
-    expect(c.mqtt).toMatchObject({ listen: 1883, prefix: "blockkit", listenHost: "0.0.0.0" });
+    expect(c.mqtt).toMatchObject({ listen: 1883, prefix: "blockkit", listenHost: "127.0.0.1" });
     expect(c.outbox).toMatchObject({ maxRows: 1_000_000, sync: "full", batchSize: 1000 });
     expect(c.health).toMatchObject({ port: 9464, host: "127.0.0.1" });
     expect(c.stateDir).toBe("./gateway-state");
