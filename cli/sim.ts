@@ -6,6 +6,7 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 import { positiveInt, positiveNumber } from "./options.js";
 import { registerCleanup } from "./sim-cleanup.js";
 import { registerMerge } from "./sim-merge.js";
+import { registerNodes } from "./sim-nodes.js";
 import { registerReplay } from "./sim-replay.js";
 import { addTargetOptions } from "./sim-target.js";
 
@@ -81,6 +82,7 @@ export function registerSim(program: Command): void {
   registerReplay(sim);
   registerCleanup(sim);
   registerMerge(sim);
+  registerNodes(sim);
 }
 
 function part(value: string): FleetPartFlag {
