@@ -19,7 +19,7 @@ export const EXAMPLES: Record<string, string[]> = {
   apps: ["blockkit apps add --user alice --name 'My app' --redirect-uri https://app.example/cb"],
   "apps add": ["blockkit apps add --user alice --name 'My app' --redirect-uri https://app.example/cb --data ./data"],
   gateway: ["blockkit gateway --server http://127.0.0.1:8000 --node-id ABCDEF123456 --serial /dev/ttyUSB0"],
-  "mqtt-password": ["echo 'kitchen-secret' | blockkit mqtt-password"],
+  "mqtt-password": ["blockkit mqtt-password < kitchen-node-password.txt"],
   sim: ["blockkit sim --server http://127.0.0.1:8000 --token $TOKEN --blocks 10 --duration 30 --headless"],
   "sim cleanup": ["blockkit sim cleanup --server http://127.0.0.1:8000 --token $TOKEN --node-prefix SIM"],
   "sim merge": ["blockkit sim merge shard-0.json shard-1.json"],
