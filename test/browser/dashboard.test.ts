@@ -130,6 +130,13 @@ describe("dashboard pages in Chromium", () => {
     await expect.poll(async () => (await api<{ shortName: string }>("GET", `/device/${TEMP}`)).body.data.shortName).toBe("Living room");
     await shot("dashboard-devices");
     await checkPage("/dashboard");
+    // Dark, following the system setting, and on a phone.
+    await page.emulateMedia({ colorScheme: "dark" });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await shot("dashboard-devices-phone-dark");
+    await checkPage("/dashboard, dark");
+    await page.emulateMedia({ colorScheme: "light" });
+    await page.setViewportSize({ width: 1000, height: 900 });
   }, 30_000);
 
   it("toggles the relay and sets the LED colour: each command reaches the block's long-poll", async () => {
