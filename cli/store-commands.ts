@@ -1,4 +1,8 @@
-/** `blockkit migrate`: bring a store's schema up to date (PostgreSQL before the instances start). */
+/**
+ * `blockkit migrate`: bring a store's schema up to date (PostgreSQL before the instances start).
+ * `blockkit export` / `blockkit import`: move an embedded SQLite store into PostgreSQL
+ * (server/store/dump.ts): `blockkit export --data DIR > dump`, `blockkit import --db URL < dump`.
+ */
 import type { Command } from "commander";
 import { dbUrl, storeLocation } from "./options.js";
 
@@ -31,5 +35,50 @@ export function registerStoreCommands(program: Command): void {
       const store = openSqliteStore({ dataDir: where.dir, ingestThread: false });
       await store.close();
       process.stdout.write("up to date\n");
+    });
+
+  program
+    .command("export")
+    .description("write every table of an embedded SQLite store to standard output (JSON lines), for blockkit import")
+    .option("--data <dir>", "directory of the embedded SQLite store", "./data")
+    .option("--db <url>", "store URL: sqlite:DIR or a directory (default: BLOCKKIT_DB, else --data)", dbUrl)
+    .action(async (flags: { data: string; db?: string }) => {
+      const { parseStoreUrl } = await import("../server/store/url.js");
+      const where = parseStoreUrl(storeLocation(flags).url);
+      if (where.kind !== "sqlite") throw new Error("export reads an embedded SQLite store: give --data DIR or --db sqlite:DIR");
+      const { openSqliteStore } = await import("../server/store/sqlite/index.js");
+      const { exportSqlite } = await import("../server/store/dump.js");
+      const store = openSqliteStore({ dataDir: where.dir, ingestThread: false, create: false });
+      try {
+        let pending = "";
+        const counts = exportSqlite(store.db, (line) => {
+          pending += `${line}\n`;
+          if (pending.length > 1 << 16) {
+            process.stdout.write(pending);
+            pending = "";
+          }
+        });
+        await new Promise<void>((resolve, reject) => process.stdout.write(pending, (err) => (err ? reject(err) : resolve())));
+        process.stderr.write(`exported ${Object.entries(counts).map(([t, n]) => `${t} ${n}`).join(", ")}\n`);
+      } finally {
+        await store.close();
+      }
+    });
+
+  program
+    .command("import")
+    .description("load a dump made by blockkit export from standard input into an empty PostgreSQL store")
+    .requiredOption("--db <url>", "the PostgreSQL store: postgres://…", dbUrl)
+    .action(async (flags: { db: string }) => {
+      const { parseStoreUrl } = await import("../server/store/url.js");
+      const where = parseStoreUrl(flags.db);
+      if (where.kind !== "postgres") throw new Error("import writes into PostgreSQL: give --db postgres://…");
+      const { createInterface } = await import("node:readline");
+      const { importIntoPostgres } = await import("../server/store/dump.js");
+      // The iterator is made now: lines read before the import starts consuming them are buffered,
+      // not lost (readline emits them whether or not anyone iterates yet).
+      const lines = createInterface({ input: process.stdin, crlfDelay: Infinity })[Symbol.asyncIterator]();
+      const counts = await importIntoPostgres(where.url, { [Symbol.asyncIterator]: () => lines });
+      process.stderr.write(`imported ${Object.entries(counts).map(([t, n]) => `${t} ${n}`).join(", ")}\n`);
     });
 }

@@ -16,9 +16,15 @@ export const monthIndex = (ts: number): number => {
   const d = new Date(ts);
   return d.getUTCFullYear() * 12 + d.getUTCMonth();
 };
-const monthBounds = (m: number): [number, number] => [utcMonthStart(Math.floor(m / 12), m % 12), utcMonthStart(Math.floor((m + 1) / 12), (m + 1) % 12)];
-const partitionName = (m: number): string => `readings_p${String(Math.floor(m / 12)).padStart(4, "0")}${String((m % 12) + 1).padStart(2, "0")}`;
+export const monthBounds = (m: number): [number, number] => [utcMonthStart(Math.floor(m / 12), m % 12), utcMonthStart(Math.floor((m + 1) / 12), (m + 1) % 12)];
+export const partitionName = (m: number): string => `readings_p${String(Math.floor(m / 12)).padStart(4, "0")}${String((m % 12) + 1).padStart(2, "0")}`;
 const PARTITION = /^readings_p(\d{4,})(\d{2})$/;
+
+/** The statement that creates month `m`'s partition when it is missing. */
+export const createPartitionSql = (m: number): string => {
+  const [from, to] = monthBounds(m);
+  return `CREATE TABLE IF NOT EXISTS ${partitionName(m)} PARTITION OF readings FOR VALUES FROM (${from}) TO (${to})`;
+};
 
 export class ReadingPartitions {
   private readonly known = new Set<number>();
@@ -81,10 +87,7 @@ export class ReadingPartitions {
     await tx(this.pool, async (c) => {
       // One creator at a time across instances; IF NOT EXISTS covers a partition made meanwhile.
       await c.query("SELECT pg_advisory_xact_lock(hashtext($1))", [LOCK]);
-      for (const m of todo) {
-        const [from, to] = monthBounds(m);
-        await c.query(`CREATE TABLE IF NOT EXISTS ${partitionName(m)} PARTITION OF readings FOR VALUES FROM (${from}) TO (${to})`);
-      }
+      for (const m of todo) await c.query(createPartitionSql(m));
     });
     for (const m of todo) this.known.add(m);
     this.stats.created += todo.length;
