@@ -15,7 +15,11 @@ import { badRequest, unavailable } from "../../errors.js";
 import type { DeviceRow, Store, SubDeviceRow } from "../../store/types.js";
 import type { CommandHub } from "../commands.js";
 import { isServiceNode } from "../service-devices.js";
-import { postJson, redactTarget } from "./http-out.js";
+import { randomUUID } from "node:crypto";
+import { DELIVERY_HEADER, SIGNATURE_HEADER } from "../../../protocol/automation.js";
+import { signature } from "./callbacks.js";
+import { OutgoingError, postJson, redactTarget, send } from "./http-out.js";
+import { webhookSecret } from "./webhook-secret.js";
 import { CAUSE_HEADER, currentCause, formatCause } from "./rules/cause.js";
 
 export interface ActuatorOptions {
@@ -24,6 +28,8 @@ export interface ActuatorOptions {
   /** Limit of one webhook or SMS gateway call, ms. Default 5000. */
   timeoutMs?: number;
   dispatcher?: Dispatcher | undefined;
+  /** The session key, from which each webhook actuator's signing secret is derived (webhook-secret.ts). */
+  key?: () => Buffer;
 }
 
 export class ServiceActuators {
@@ -89,8 +95,12 @@ export class ServiceActuators {
       // A call made by a rule's run says which rules led to it, so that a tickle it causes does
       // not fire them again (rules/cause.ts).
       const cause = currentCause();
-      const headers = cause ? { [CAUSE_HEADER]: formatCause(cause) } : undefined;
-      await postJson(sub.url, payload, { timeoutMs: this.timeoutMs, dispatcher: this.options.dispatcher, headers });
+      const body = JSON.stringify(payload);
+      const secret = webhookSecret(this.options.key?.() ?? Buffer.alloc(32), sub.device_id, sub.sid);
+      const headers: Record<string, string> = { [SIGNATURE_HEADER]: signature(secret, body), [DELIVERY_HEADER]: randomUUID() };
+      if (cause) headers[CAUSE_HEADER] = formatCause(cause);
+      const r = await send("POST", sub.url, body, "application/json", { timeoutMs: this.timeoutMs, dispatcher: this.options.dispatcher, headers });
+      if (r.status < 200 || r.status > 299) throw new OutgoingError(`POST ${redactTarget(sub.url)} answered ${r.status}`, r.status);
     } catch (err) {
       this.log.warn({ sid: sub.sid, target: redactTarget(sub.url), err: (err as Error).message }, "webhook call failed");
       throw unavailable(`webhook actuator ${sub.sid}: ${(err as Error).message}`, err);

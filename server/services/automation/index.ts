@@ -47,12 +47,14 @@ export class Automation {
   constructor(core: CoreServices, options: AutomationOptions = {}) {
     const log = core.log.child({ module: "srv:automation" });
     const timeoutMs = options.outgoingTimeoutMs ?? 5000;
-    this.subdevices = new SubDeviceService(core.store, core.devices, core.ingest, log, core.clock);
+    // The session key signs webhook actuator calls (webhook-secret.ts); read when used, after start.
+    const key = (): Buffer => core.accounts.key;
+    this.subdevices = new SubDeviceService(core.store, core.devices, core.ingest, log, core.clock, key);
     this.actuators = new ServiceActuators(
       core.store,
       core.commands,
       log,
-      { smsUrl: options.smsUrl, timeoutMs, dispatcher: options.dispatcher },
+      { smsUrl: options.smsUrl, timeoutMs, dispatcher: options.dispatcher, key },
       core.clock,
     );
     this.callbacks = new CallbackDispatcher(core.store, core.log.child({ module: "srv:callbacks" }), options.callbacks);

@@ -16,6 +16,7 @@ import { type DataPoint, MAX_RAW_POINTS, resolveRange } from "../history.js";
 import type { CommittedEvent, Ingest } from "../ingest.js";
 import { hashToken, newToken, safeEqual } from "../secrets.js";
 import { serviceDeviceGuid } from "../service-devices.js";
+import { webhookSecret } from "./webhook-secret.js";
 import { formatPointTime } from "../../../protocol/history.js";
 
 const ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz";
@@ -65,6 +66,7 @@ export class SubDeviceService {
     private readonly ingest: Ingest,
     private readonly log: Logger,
     private readonly clock: () => number = Date.now,
+    private readonly key: () => Buffer = () => Buffer.alloc(32),
   ) {}
 
   /** Fills `subDevices` of device JSON (installed with DeviceService.setSubDeviceView). */
@@ -78,7 +80,7 @@ export class SubDeviceService {
     return out;
   };
 
-  async create(userId: number, guid: string, body: SubDeviceCreate): Promise<{ id: string; token?: string }> {
+  async create(userId: number, guid: string, body: SubDeviceCreate): Promise<{ id: string; token?: string; secret?: string }> {
     if (body.category === "webhook" && !(await this.store.devices.byGuid(serviceDeviceGuid(userId, D.webhook)))) {
       throw conflict("category webhook needs the Webhooks device: add it first with GET {auth_url}/auth/webhook or the settings page");
     }
@@ -102,6 +104,8 @@ export class SubDeviceService {
     while (await this.store.subdevices.get(parent.id, row.sid)) row.sid = newSid();
     await this.store.subdevices.add(row);
     this.devices.changed(parent);
+    // A webhook actuator's calls are signed; its owner verifies them with this secret.
+    if (row.category === "webhook" && row.type === "actuator") return { id: row.sid, secret: webhookSecret(this.key(), parent.id, row.sid) };
     return token === undefined ? { id: row.sid } : { id: row.sid, token };
   }
 
