@@ -1,6 +1,6 @@
 /** `blockkit gateway`: run the hardware gateway daemon (one block bridging serial and MQTT nodes). */
 import type { Command } from "commander";
-import pino from "pino";
+import { programLogger } from "./logger.js";
 import type { GatewayFlags } from "../gateway/daemon/config.js";
 import { logLevel, port, positiveInt, url } from "./options.js";
 import { stopOnSignals } from "./signals.js";
@@ -47,7 +47,7 @@ export function registerGateway(program: Command): void {
         process.stdout.write("configuration ok\n");
         return;
       }
-      const logger = pino({ level: config.logLevel, base: { name: "blockkit-gateway" } }, pino.destination(2));
+      const logger = await programLogger("blockkit-gateway", config.logLevel);
       const gateway = new Gateway(config, { logger });
       stopOnSignals(logger, () => gateway.stop());
       await gateway.start();

@@ -1,6 +1,6 @@
 /** `blockkit server`: run the service (accounts: users.ts). */
 import type { Command } from "commander";
-import pino from "pino";
+import { programLogger } from "./logger.js";
 import { dbUrl, duration, logLevel, port, positiveNumber, storeLocation, url } from "./options.js";
 import { stopOnSignals } from "./signals.js";
 
@@ -38,7 +38,7 @@ export function registerServer(program: Command): void {
     .action(async (flags: ServerFlags) => {
       // Loaded on use, so that `blockkit gateway` on a Pi does not carry the server's modules.
       const { BlockkitServer } = await import("../server/controller.js");
-      const logger = pino({ level: flags.logLevel, base: { name: "blockkit" } }, pino.destination(2));
+      const logger = await programLogger("blockkit", flags.logLevel);
       const { url: db, dataDir } = storeLocation(flags);
       const server = new BlockkitServer({
         host: flags.host,

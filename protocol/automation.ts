@@ -3,7 +3,7 @@
  * The server validates with them; the CLI and clients import the types.
  */
 import { type Static, Type } from "@sinclair/typebox";
-import { WIRE_NUMBER } from "./payloads.js";
+import { wireNumber } from "./payloads.js";
 
 export const SUBDEVICE_CATEGORIES = ["rf", "webhook", "sms"] as const;
 export const SUBDEVICE_TYPES = ["actuator", "sensor"] as const;
@@ -75,7 +75,7 @@ export const RuleBody = Type.Object(
     actions: Type.Array(HandlerObject, { minItems: 1, maxItems: 32 }),
     /** Seconds: a finite non-negative number (or a decimal string), at most a year. */
     timeout: Type.Optional(
-      Type.Unsafe<number | string>({ [WIRE_NUMBER]: { maximum: 31_536_000 }, description: "seconds, a finite non-negative number up to 31536000" }),
+      wireNumber(31_536_000, "seconds, a finite non-negative number up to 31536000"),
     ),
   },
   { additionalProperties: true },

@@ -2,7 +2,7 @@
  * Wire schemas (TypeBox / JSON Schema) of the block protocol and the user API bodies.
  * The server validates with them; the gateway, simulator and CLI import the types.
  */
-import { type Static, type TSchema, Type } from "@sinclair/typebox";
+import { Kind, type Static, type TSchema, Type, TypeRegistry } from "@sinclair/typebox";
 import { NODE_ID_PATTERN, PORT_PATTERN } from "./guid.js";
 
 /** Largest DA accepted, in characters. */
@@ -39,11 +39,24 @@ export function isWireNumber(x: unknown, maximum: number): boolean {
   return typeof x === "string" && /^[0-9]{1,15}(\.[0-9]{1,15})?$/.test(x) && Number(x) <= maximum;
 }
 
-/** A V or D as the server validates it; the value is a number or a string of digits (`Number()` it). */
-const WireId = Type.Unsafe<number | string>({
-  [WIRE_INTEGER]: { maximum: MAX_ID },
-  description: `a non-negative integer up to ${MAX_ID}: a JSON number or a string of digits`,
-});
+// The same checks for TypeBox's own checkers (Value.Check, TypeCompiler), which read the schema's
+// Kind: so these schemas check alike on the server (ajv, by keyword) and anywhere else.
+type Bounded = Record<string, { maximum: number }>;
+TypeRegistry.Set<Bounded>("WireInteger", (schema, value) => isWireInteger(value, (schema[WIRE_INTEGER] as { maximum: number }).maximum));
+TypeRegistry.Set<Bounded>("WireNumber", (schema, value) => isWireNumber(value, (schema[WIRE_NUMBER] as { maximum: number }).maximum));
+
+/** A non-negative integer up to `maximum` on the wire: a JSON number or a string of digits (`Number()` it). */
+export function wireInteger(maximum: number, description: string) {
+  return Type.Unsafe<number | string>({ [Kind]: "WireInteger", [WIRE_INTEGER]: { maximum }, description });
+}
+
+/** A finite non-negative number up to `maximum` on the wire: a JSON number or a decimal string. */
+export function wireNumber(maximum: number, description: string) {
+  return Type.Unsafe<number | string>({ [Kind]: "WireNumber", [WIRE_NUMBER]: { maximum }, description });
+}
+
+/** A V or D as the server validates it. */
+const WireId = wireInteger(MAX_ID, `a non-negative integer up to ${MAX_ID}: a JSON number or a string of digits`);
 /** The same, as a JSON number only: the fast lane's strict check (server/http/fast-ingest.ts). */
 const StrictId = Type.Integer({ minimum: 0, maximum: MAX_ID });
 const DA = Type.Union([Type.String({ maxLength: MAX_DA_LENGTH }), Type.Number()]);

@@ -149,6 +149,9 @@ export class Gateway {
       { nodeId: c.nodeId, server: baseUrl, links: this.links.map((l) => l.name), health: this.health ? `http://${c.health.host}:${this.health.port}` : null },
       "gateway started",
     );
+    if (this.links.length === 0) {
+      this.log.child({ module: "gw:daemon" }).warn("no links: no hardware node can reach this gateway (configure serial ports or MQTT)");
+    }
     await this.notify.ready(() => this.agent.currentState !== "stopped");
   }
 

@@ -103,7 +103,8 @@ export class MqttLink implements Link, CommandTarget {
       });
     });
     client.on("close", () => {
-      if (this.state === "up") this.log.warn("MQTT connection lost: reconnecting");
+      // stop() lets go of the client first: a close it asked for is no loss.
+      if (this.state === "up" && this.client) this.log.warn("MQTT connection lost: reconnecting");
       if (this.client) this.state = "down";
     });
     client.on("error", (err) => this.log.warn({ err: err.message }, "MQTT error"));

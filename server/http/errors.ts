@@ -94,7 +94,9 @@ export function installErrorHandling(app: FastifyInstance, bodyLimit: number, he
     const store = storeFailure(err);
     if (store) health?.failed(store);
     const { status, message } = describe(store && !(err instanceof ServiceError) ? (storeUnavailable(store.code, err) as unknown as FastifyError) : err, bodyLimit);
-    if (status >= 500) request.log.error({ err }, "request failed");
+    // A 504 is a peer that did not answer in time (a camera's block): news, not a failure of ours.
+    if (status === 504) request.log.info({ code: err.code, status, message }, "request timed out");
+    else if (status >= 500) request.log.error({ err }, "request failed");
     else request.log.debug({ code: err.code, status, message }, "request refused");
     if (reply.sent || reply.raw.headersSent) return;
     if (status === 413 || (status >= 400 && status < 500 && !request.raw.complete)) drainRefusedBody(request, reply);

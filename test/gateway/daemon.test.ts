@@ -25,6 +25,8 @@ let gw: Gateway;
 let receiver: Server;
 let notifyRecv: ChildProcess;
 let notified = "";
+/** When each WATCHDOG=1 arrived (ms). */
+const pings: number[] = [];
 const uploads: { url: string; type: string; token: string; body: Buffer }[] = [];
 let mockPort: { emitData(b: Buffer): void } | null = null;
 
@@ -43,7 +45,10 @@ beforeAll(async () => {
   await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
   const sock = join(dir, "notify.sock");
   notifyRecv = spawn("socat", ["-u", `UNIX-RECV:${sock}`, "STDOUT"], { stdio: ["ignore", "pipe", "ignore"] });
-  notifyRecv.stdout?.on("data", (c: Buffer) => (notified += c.toString()));
+  notifyRecv.stdout?.on("data", (c: Buffer) => {
+    notified += c.toString();
+    for (const _ of c.toString().matchAll(/WATCHDOG=1/g)) pings.push(Date.now());
+  });
   await waitFor("notify socket", () => existsSync(sock));
   writeFileSync(join(dir, "snap.jpg"), JPEG);
   SerialPortMock.binding.createPort("/dev/ttyDAEMON", { echo: false, record: true });
@@ -90,7 +95,12 @@ afterAll(async () => {
 describe("gateway daemon", () => {
   it("tells systemd it is ready, then pings the watchdog every WATCHDOG_USEC / 2", async () => {
     await waitFor("READY=1", () => notified.includes("READY=1"), 5000);
-    await waitFor("WATCHDOG=1", () => notified.includes("WATCHDOG=1"), 5000);
+    // WATCHDOG_USEC is 1 s: a ping every 500 ms. The mean gap over four pings keeps a late start
+    // or arrival from counting more than a quarter (each ping is sent by a child process).
+    await waitFor("five WATCHDOG=1", () => pings.length >= 5, 10_000);
+    const meanGap = ((pings[4] as number) - (pings[0] as number)) / 4;
+    expect(meanGap).toBeGreaterThan(350);
+    expect(meanGap).toBeLessThan(800);
   });
 
   it("bridges serial and MQTT at once, records every frame, and reports health and metrics", async () => {
