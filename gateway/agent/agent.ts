@@ -10,9 +10,9 @@
  *   `activated`). A 401/403 anywhere clears the token, emits `revoked`, logs an error and goes back
  *   to activation; readings keep accumulating in the outbox meanwhile.
  * - `submit(reading, link?)` / `submitMany(readings, link?)`: how a link hands readings over. Each
- *   reading is stored in the outbox (with a fresh idempotency KEY and its time) before the call
- *   returns, and leaves it only once the server acknowledged it. Returns false for an invalid
- *   reading (counted in `stats().invalid`, never thrown).
+ *   reading is stored in the outbox (fresh idempotency KEY, its time) before the call returns, and
+ *   leaves it only once the server acknowledged it; an invalid one is counted, never thrown.
+ *   `store()` also says when the outbox refused them (disk full): the link must not ack them.
  * - `addLink(target)`: registers a CommandTarget. A command goes to the link that last submitted a
  *   reading of that device, else to the first link whose `owns(cmd)` is true; a command to a
  *   camera (D 1004) goes to the `camera` snapshot source when one is given. Unroutable commands
@@ -36,7 +36,7 @@ import { CommandRouter, type RouterCounters, type SnapshotSource } from "./route
 import { RefusalLog } from "./refusals.js";
 
 export type { SnapshotSource };
-import { type CommandTarget, type NewOutboxEntry, type Outbox, OutboxFullError, type Reading, type TokenStore } from "./types.js";
+import type { CommandTarget, NewOutboxEntry, Outbox, Reading, TokenStore } from "./types.js";
 import { Uplink, type UplinkOptions } from "./uplink.js";
 
 export interface BlockAgentOptions {
@@ -187,10 +187,7 @@ export class BlockAgent extends EventEmitter {
     return n === "refused" ? 0 : n;
   }
 
-  /**
-   * As submitMany, but says `refused` when the outbox could not write (disk full or failing):
-   * nothing was stored and the link must not acknowledge the readings to their node.
-   */
+  /** As submitMany, but `refused` when the outbox could not write (disk full): nothing stored, nothing to ack. */
   store(readings: Reading[], link?: string): number | "refused" {
     const now = this.clock();
     const entries: NewOutboxEntry[] = [];
@@ -205,14 +202,8 @@ export class BlockAgent extends EventEmitter {
       entries.push({ kind: r.kind ?? "data", G: r.G, V: r.V, D: r.D, DA: r.DA, value: r.value ?? null, ts: r.ts ?? now, key: `${this.keyPrefix}.${(this.keySeq++).toString(36)}` });
     }
     if (entries.length === 0) return 0;
-    let dropped: number;
-    try {
-      dropped = this.outbox.append(entries);
-    } catch (err) {
-      if (!(err instanceof OutboxFullError)) throw err;
-      this.refusals.refused(entries.length, err.message);
-      return "refused";
-    }
+    const dropped = this.refusals.append(this.outbox, entries);
+    if (dropped === "refused") return "refused";
     this.counters.submitted += entries.length;
     if (dropped > 0) {
       this.log.warn({ dropped, limits: "outbox full" }, "outbox bounds reached: oldest readings dropped");
@@ -224,10 +215,8 @@ export class BlockAgent extends EventEmitter {
 
   stats(): AgentStats {
     const ob = this.outbox.stats();
-    return {
-      state: this.state, ...this.counters, ...this.router.counters, refused: this.refusals.total, outboxFull: ob.full === true,
-      dropped: ob.dropped, outboxRows: ob.rows, outboxBytes: ob.bytes, lastServerContact: this.lastContact,
-    };
+    const outbox = { dropped: ob.dropped, outboxRows: ob.rows, outboxBytes: ob.bytes, outboxFull: ob.full === true };
+    return { state: this.state, ...this.counters, ...this.router.counters, refused: this.refusals.total, ...outbox, lastServerContact: this.lastContact };
   }
 
   get currentState(): AgentState {

@@ -4,6 +4,7 @@
  * publishing into a full disk does not fill the log (or the journal on the same disk) too.
  */
 import type { Logger } from "pino";
+import { type NewOutboxEntry, type Outbox, OutboxFullError } from "./types.js";
 
 export class RefusalLog {
   total = 0;
@@ -15,6 +16,17 @@ export class RefusalLog {
     private readonly clock: () => number,
     private readonly everyMs = 5_000,
   ) {}
+
+  /** outbox.append, or `refused` (counted, logged) when the outbox cannot write: nothing was stored. */
+  append(outbox: Outbox, entries: NewOutboxEntry[]): number | "refused" {
+    try {
+      return outbox.append(entries);
+    } catch (err) {
+      if (!(err instanceof OutboxFullError)) throw err;
+      this.refused(entries.length, err.message);
+      return "refused";
+    }
+  }
 
   refused(n: number, reason: string): void {
     this.total += n;

@@ -94,9 +94,16 @@ describe("gateway daemon with its state dir on a full disk", () => {
       flags: { server: `http://127.0.0.1:${port}`, nodeId: "FULLDISK0001", userToken: ADMIN, stateDir: join(fs.dir, "state"), mqttListen: 0, healthPort: 0, logLevel: "silent" },
       env: {},
     });
+    // Activated against a live server first, which then goes away: the uplink's backoff stays short
+    // (activation against a server that was never there backs off for longer on a loaded machine).
+    let srv: LiveServer = await startLiveServer({ port });
+    const srvDir = srv.dir;
+    cleanup.push(() => srv.stop());
     const gw = new Gateway({ ...config, mqtt: { ...config.mqtt, listenHost: "127.0.0.1" }, outbox: { ...config.outbox, reserveBytes: 2 * MiB } } as typeof config);
     await gw.start();
     cleanup.push(() => gw.stop());
+    await waitFor("gateway online", () => gw.agent.currentState === "online");
+    await srv.stop({ keepDir: true });
     const health = async (): Promise<{ status: string; outbox: { rows: number; full: boolean; refused: number } }> =>
       (await (await request(`http://127.0.0.1:${gw.health?.port}/healthz`)).body.json()) as never;
 
@@ -119,8 +126,7 @@ describe("gateway daemon with its state dir on a full disk", () => {
     expect(metrics).toMatch(/blockkit_gateway_readings_refused_total [1-9]/);
 
     // The server comes up while the disk is still full: the backlog is replayed all the same.
-    const srv: LiveServer = await startLiveServer({ port });
-    cleanup.push(() => srv.stop());
+    srv = await startLiveServer({ port, dir: srvDir });
     await waitFor("backlog replayed", async () => (await health()).outbox.rows === 0, 20_000);
     expect(acked).toBe(false);
 
