@@ -103,7 +103,9 @@ export class ServiceActuators {
       if (r.status < 200 || r.status > 299) throw new OutgoingError(`POST ${redactTarget(sub.url)} answered ${r.status}`, r.status);
     } catch (err) {
       this.log.warn({ sid: sub.sid, target: redactTarget(sub.url), err: (err as Error).message }, "webhook call failed");
-      throw unavailable(`webhook actuator ${sub.sid}: ${(err as Error).message}`, err);
+      // One text whatever went wrong: a refused connection, a timeout and an HTTP error must not
+      // tell a user which ports are open on the server's network. The log has the detail.
+      throw unavailable(`webhook actuator ${sub.sid}: the call failed (no 2xx answer within ${this.timeoutMs} ms)`, err);
     }
     await this.store.subdevices.addActuation(sub.id, this.clock());
   }

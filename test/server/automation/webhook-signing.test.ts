@@ -1,5 +1,7 @@
 /** Webhook actuator calls are signed like callbacks, with the secret given at creation. */
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DELIVERY_HEADER, SIGNATURE_HEADER } from "../../../protocol/automation.js";
 import { type TestServer, startTestServer } from "../../helpers/server.js";
@@ -36,5 +38,37 @@ describe("webhook actuator signing", () => {
       expect(got.headers[DELIVERY_HEADER]).toMatch(/^[0-9a-f-]{36}$/);
     }
     expect(receiver.received[0]?.headers[DELIVERY_HEADER]).not.toBe(receiver.received[1]?.headers[DELIVERY_HEADER]);
+  });
+});
+
+describe("webhook actuator errors", () => {
+  it("say the same for a closed port, a silent one and an HTTP error (no port oracle)", async () => {
+    const silent = createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, "127.0.0.1", r));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    const refusing = await startReceiver();
+    refusing.status = 404;
+    const t = await startTestServer({ automation: { outgoingTimeoutMs: 300 } });
+    try {
+      const q = `user_access_token=${t.token}`;
+      const hooks = ((await t.server.api.inject({ method: "GET", url: `/auth/webhook?${q}` })).json() as Env<{ guid: string }>).data.guid;
+      const texts: string[] = [];
+      for (const [name, url] of [["a", `http://127.0.0.1:${closedPort}/x`], ["b", `http://127.0.0.1:${(silent.address() as AddressInfo).port}/x`], ["c", `${refusing.url}/x`]] as const) {
+        const sid = ((await t.api({ method: "POST", url: `/device/${hooks}/subdevice?${q}`, payload: { category: "webhook", type: "actuator", shortName: name, data: name, url } })).json() as Env<{ id: string }>).data.id;
+        const res = await t.api({ method: "PUT", url: `/device/${hooks}?${q}`, payload: { DA: name } });
+        expect(res.statusCode).toBe(503);
+        texts.push((res.json() as { error: string }).error.replace(sid, "SID"));
+      }
+      expect(new Set(texts).size).toBe(1);
+      expect(texts[0]).toBe("webhook actuator SID: the call failed (no 2xx answer within 300 ms)");
+    } finally {
+      await t.close();
+      silent.closeAllConnections();
+      await new Promise<void>((r) => silent.close(() => r()));
+      await refusing.close();
+    }
   });
 });
