@@ -54,9 +54,12 @@ export function registerServer(program: Command): void {
         pollHoldSeconds: flags.pollHold,
         logger,
       });
+      // systemd's Type=notify (server/systemd/blockkit-server.service): READY=1 once listening.
+      const { SdNotify } = await import("../gateway/daemon/sd-notify.js");
+      const notify = new SdNotify(logger.child({ module: "srv:systemd" }));
       stopOnSignals(
         logger,
-        () => server.stop(),
+        () => notify.stopping().then(() => server.stop()),
         () => {
           if (!server.api || !server.stream) return;
           server.api.server.closeAllConnections();
@@ -82,5 +85,6 @@ export function registerServer(program: Command): void {
         out.push(`first user ${u.name}: user_access_token ${u.token} password ${u.password}`);
       }
       process.stdout.write(`${out.join("\n")}\n`);
+      await notify.ready(() => true);
     });
 }
