@@ -40,8 +40,11 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await server?.stop();
-  fs?.unmount();
+  try {
+    await server?.stop();
+  } finally {
+    fs?.unmount();
+  }
 });
 
 describe("server on a full disk", () => {
