@@ -33,7 +33,9 @@ describe("log format", () => {
     ])("BLOCKKIT_LOG_FORMAT=%s", async (format, line) => {
       dir = mkdtempSync(join(tmpdir(), "blockkit-log-"));
       const port = await freePort();
-      p = spawnCli(["server", "--port", String(port), "--data", dir, "--admin-token", "log-format-token-0123"], { BLOCKKIT_LOG_FORMAT: format });
+      // Both ports picked: the default stream port (port + 1) may be another test's.
+      const streamPort = await freePort();
+      p = spawnCli(["server", "--port", String(port), "--stream-port", String(streamPort), "--data", dir, "--admin-token", "log-format-token-0123"], { BLOCKKIT_LOG_FORMAT: format });
       await p.waitForLine(/blockkit server ready/, 20_000);
       await p.waitForErrLine(line, 10_000);
     });

@@ -23,7 +23,9 @@ it("tells systemd it is ready once it listens, and that it stops on SIGTERM", as
   recv.stdout?.on("data", (c: Buffer) => (got += c.toString()));
   await expect.poll(() => existsSync(sock), { timeout: 5000 }).toBe(true);
   const port = await freePort();
-  const p = spawnCli(["server", "--port", String(port), "--data", join(dir, "data"), "--admin-token", "notify-token-0123456"], { NOTIFY_SOCKET: sock });
+  // Both ports picked: the default stream port (port + 1) may be another test's.
+  const streamPort = await freePort();
+  const p = spawnCli(["server", "--port", String(port), "--stream-port", String(streamPort), "--data", join(dir, "data"), "--admin-token", "notify-token-0123456"], { NOTIFY_SOCKET: sock });
   await p.waitForLine(/blockkit server ready/, 20_000);
   await expect.poll(() => got, { timeout: 10_000 }).toContain("READY=1");
   expect(await stopProcess(p, "SIGTERM")).toBe(0);
