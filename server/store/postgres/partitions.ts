@@ -82,15 +82,15 @@ export class ReadingPartitions {
   }
 
   private async ensure(months: number[]): Promise<void> {
-    const todo = months.filter((m) => !this.known.has(m));
-    if (todo.length === 0) return;
+    const missing = months.filter((m) => !this.known.has(m));
+    if (missing.length === 0) return;
     await tx(this.pool, async (c) => {
       // One creator at a time across instances; IF NOT EXISTS covers a partition made meanwhile.
       await c.query("SELECT pg_advisory_xact_lock(hashtext($1))", [LOCK]);
-      for (const m of todo) await c.query(createPartitionSql(m));
+      for (const m of missing) await c.query(createPartitionSql(m));
     });
-    for (const m of todo) this.known.add(m);
-    this.stats.created += todo.length;
+    for (const m of missing) this.known.add(m);
+    this.stats.created += missing.length;
   }
 
   /** Reads the partitions that exist (another instance may have made or dropped some). */
