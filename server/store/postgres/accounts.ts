@@ -1,4 +1,5 @@
 /** Users, tokens, blocks, browser sessions, OAuth applications and codes, server keys on PostgreSQL. */
+import { type TokenFieldMatch, tokenWhere } from "../sql.js";
 import type pg from "pg";
 import type {
   BlockRow,
@@ -39,18 +40,8 @@ export function usersRepo(pool: pg.Pool): UsersRepo {
   };
 }
 
-const TOKEN_FIELDS = ["hash", "user_id", "kind", "node_id", "client_id"] as const;
-
-function where(match: Partial<Record<(typeof TOKEN_FIELDS)[number], unknown>>): { sql: string; args: unknown[] } {
-  const parts: string[] = [];
-  const args: unknown[] = [];
-  for (const field of TOKEN_FIELDS) {
-    if (match[field] === undefined) continue;
-    args.push(match[field]);
-    parts.push(`${field} = $${args.length}`);
-  }
-  if (parts.length === 0) throw new TypeError("a token match needs at least one field");
-  return { sql: parts.join(" AND "), args };
+function where(match: TokenFieldMatch): { sql: string; args: unknown[] } {
+  return tokenWhere(match, (n) => `$${n}`);
 }
 
 async function revokeOn(db: Queryable, match: TokenMatch): Promise<string[]> {

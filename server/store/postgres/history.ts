@@ -4,20 +4,12 @@
  * reading and the other functions over numeric ones. Used for readings and sub-device actuations.
  */
 import type pg from "pg";
-import type { FoldFn } from "../../../protocol/history.js";
 import { fixedWidthMs, utcMonthStart } from "../../../protocol/history.js";
+import { FOLD_AGGREGATES } from "../sql.js";
 import type { HistoryPoint, HistoryQuery, HistoryRepo } from "../types.js";
 import { q } from "./db.js";
 
-const AGG: Record<FoldFn, string> = {
-  mean: "avg(num)",
-  sum: "sum(num)",
-  min: "min(num)",
-  max: "max(num)",
-  ss: "sum(num * num)",
-  stddev: "stddev_pop(num)",
-  count: "count(*)",
-};
+const AGG = FOLD_AGGREGATES;
 
 const UTC = "(to_timestamp(ts / 1000) AT TIME ZONE 'UTC')";
 const YEAR = `extract(year FROM ${UTC})::bigint`;

@@ -1,4 +1,5 @@
 /** Users, tokens and blocks on SQLite. */
+import { type TokenFieldMatch, tokenWhere } from "../sql.js";
 import type { Database, Statement } from "better-sqlite3";
 import type { BlockRow, BlocksRepo, TokenMatch, TokenRow, TokensRepo, UserRow, UsersRepo } from "../types.js";
 import type { StoreCache } from "./cache.js";
@@ -30,18 +31,8 @@ export function usersRepo(db: Database): UsersRepo {
   };
 }
 
-const TOKEN_FIELDS = ["hash", "user_id", "kind", "node_id", "client_id"] as const;
-
-function where(match: Partial<Record<(typeof TOKEN_FIELDS)[number], unknown>>): { sql: string; args: unknown[] } {
-  const parts: string[] = [];
-  const args: unknown[] = [];
-  for (const field of TOKEN_FIELDS) {
-    if (match[field] === undefined) continue;
-    parts.push(`${field} = ?`);
-    args.push(match[field]);
-  }
-  if (parts.length === 0) throw new TypeError("a token match needs at least one field");
-  return { sql: parts.join(" AND "), args };
+function where(match: TokenFieldMatch): { sql: string; args: unknown[] } {
+  return tokenWhere(match, () => "?");
 }
 
 export type TokenWrites = ReturnType<typeof tokenWrites>;

@@ -5,18 +5,11 @@
 import type { Database } from "better-sqlite3";
 import type { FoldFn } from "../../../protocol/history.js";
 import { fixedWidthMs, utcMonthStart } from "../../../protocol/history.js";
+import { FOLD_AGGREGATES } from "../sql.js";
 import type { HistoryPoint, HistoryQuery, HistoryRepo } from "../types.js";
 import type { ReadingsStaging } from "./staging.js";
 
-const AGG: Record<FoldFn, string> = {
-  mean: "avg(num)",
-  sum: "sum(num)",
-  min: "min(num)",
-  max: "max(num)",
-  ss: "sum(num * num)",
-  stddev: "stddev_pop(num)",
-  count: "count(*)",
-};
+const AGG = FOLD_AGGREGATES;
 
 const YEAR = "CAST(strftime('%Y', ts / 1000, 'unixepoch') AS INTEGER)";
 const MONTH_INDEX = `(${YEAR} * 12 + CAST(strftime('%m', ts / 1000, 'unixepoch') AS INTEGER) - 1)`;
