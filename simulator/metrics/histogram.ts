@@ -57,9 +57,13 @@ export class Latency {
     return this.h.totalCount;
   }
 
-  /** The percentile in ms, null without samples. */
+  /**
+   * The percentile in ms, null without samples. HdrHistogram answers a bucket's highest equivalent
+   * value, which can lie past the largest sample (p99 9.01 with a max of 9.00): capped at the max.
+   */
   percentile(p: number): number | null {
-    return this.h.totalCount === 0 ? null : round(this.h.getValueAtPercentile(p) / 1000);
+    if (this.h.totalCount === 0) return null;
+    return round(Math.min(this.h.getValueAtPercentile(p), this.h.maxValue) / 1000);
   }
 
   summary(): LatencySummary {

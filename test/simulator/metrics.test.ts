@@ -22,6 +22,16 @@ describe("latency histogram", () => {
     l.record(-5);
     expect(l.percentile(0)).toBe(0);
   });
+
+  it("never prints a percentile above the maximum (a bucket's highest value is past the samples in it)", () => {
+    const l = new Latency();
+    for (let i = 0; i < 39; i++) l.record(2);
+    l.record(9); // 9,000 µs sits in a bucket whose highest equivalent value is 9,007 µs: "9.01"
+    const s = l.summary();
+    expect(s.max).toBe(9);
+    expect(s.p99).toBe(9);
+    expect(l.percentile(100)).toBe(9);
+  });
 });
 
 describe("metrics", () => {
