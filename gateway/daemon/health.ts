@@ -37,9 +37,18 @@ export class HealthServer {
       }
     });
     await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
+      server.once("error", (err: NodeJS.ErrnoException) => {
+        // A second gateway on one machine meets the first one's health port: say which port and how to move it.
+        if (err.code === "EADDRINUSE") {
+          reject(
+            new Error(
+              `the health port ${this.o.host}:${this.o.port} is in use (another gateway?): choose another with --health-port or health.port, or turn it off with health.enabled: false`,
+            ),
+          );
+        } else reject(err);
+      });
       server.listen(this.o.port, this.o.host, () => {
-        server.off("error", reject);
+        server.removeAllListeners("error");
         resolve();
       });
     });
