@@ -9,18 +9,16 @@
  * terminal; the parent forwards SIGTERM and SIGHUP, ignores the SIGINT the terminal sends to both,
  * and exits with the child's code.
  *
- * The restart also raises the soft limit of open files to the hard limit (Node has no setrlimit):
- * the child starts through `/bin/sh -c 'ulimit -n <hard>; exec node …'`. Each simulated block holds
- * a long-poll socket, and the usual soft limit (1024) stops a fleet at about a thousand blocks.
+ * Open files need no restart: each simulated block holds a long-poll socket, and Node raises the
+ * soft limit of open files to the hard one as it starts (protocol/open-files.ts), in this process,
+ * the child and the server alike. (The child used to start through `/bin/sh -c 'ulimit -n <hard>'`
+ * for it; the test of the server's start-up limit showed Node had done it already.)
  */
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
 
 const FLAG = "--max-semi-space-size";
 const SIZE_MB = 32;
 const CHILD = "BLOCKKIT_SIM_CHILD";
-/** Soft limit of open files up to the hard one where allowed (quietly kept otherwise), then node. */
-const RAISE_FILES = 'ulimit -n "$(ulimit -H -n)" 2>/dev/null || true; exec "$0" "$@"';
 
 /** Whether this process should run `argv` in a child with the flag instead. */
 export function wantsRespawn(argv: string[], env: NodeJS.ProcessEnv = process.env, execArgv: string[] = process.execArgv): boolean {
@@ -33,10 +31,7 @@ export function wantsRespawn(argv: string[], env: NodeJS.ProcessEnv = process.en
 export function respawn(argv: string[]): Promise<number> {
   const args = [...process.execArgv, `${FLAG}=${SIZE_MB}`, ...argv.slice(1)];
   const env = { ...process.env, [CHILD]: "1" };
-  const child =
-    process.platform !== "win32" && existsSync("/bin/sh")
-      ? spawn("/bin/sh", ["-c", RAISE_FILES, process.execPath, ...args], { stdio: "inherit", env })
-      : spawn(process.execPath, args, { stdio: "inherit", env });
+  const child = spawn(process.execPath, args, { stdio: "inherit", env });
   const forward = (signal: NodeJS.Signals) => () => {
     if (child.exitCode === null) child.kill(signal);
   };

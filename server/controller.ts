@@ -205,6 +205,7 @@ export class BlockkitServer {
     const authUrl = `http://${shown.includes(":") ? `[${shown}]` : shown}:${apiPort}`;
     const streamUrl = `http://${shown.includes(":") ? `[${shown}]` : shown}:${realStreamPort}`;
     Object.assign(this.services.settings, { baseUrl: `${authUrl}${REST_PREFIX}`, authUrl, streamUrl });
+    this.services.limits.logOpenFiles();
     const firstUser = await this.ensureFirstUser();
     return { baseUrl: `${authUrl}${REST_PREFIX}`, authUrl, streamUrl, firstUser };
   }

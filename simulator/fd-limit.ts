@@ -1,32 +1,13 @@
 /**
  * File descriptors: every simulated block holds a long-poll socket, so a fleet needs about one
- * descriptor per block besides the shared pools. The command respawns itself (cli/respawn.ts) with
- * the soft RLIMIT_NOFILE raised to the hard limit; here the run checks that the fleet fits before
- * it starts, rather than failing thousands of polls with EMFILE.
+ * descriptor per block besides the shared pools. Node raises the soft RLIMIT_NOFILE to the hard limit
+ * as it starts (protocol/open-files.ts); here the run checks that the fleet fits in what it got
+ * before it starts, rather than failing thousands of polls with EMFILE.
  */
-import { readFileSync } from "node:fs";
+import { type FileLimit, openFileLimit } from "../protocol/open-files.js";
 import { SHORT_CONNECTIONS } from "./fleet/transport.js";
 
-export interface FileLimit {
-  soft: number;
-  hard: number;
-}
-
-/** This process's RLIMIT_NOFILE (Linux: /proc/self/limits); null where it cannot be read. */
-export function openFileLimit(limitsText?: string): FileLimit | null {
-  let text = limitsText;
-  if (text === undefined) {
-    try {
-      text = readFileSync("/proc/self/limits", "utf8");
-    } catch {
-      return null;
-    }
-  }
-  const m = /^Max open files\s+(\S+)\s+(\S+)/m.exec(text);
-  if (!m) return null;
-  const n = (v: string): number => (v === "unlimited" ? Number.POSITIVE_INFINITY : Number(v));
-  return { soft: n(m[1] as string), hard: n(m[2] as string) };
-}
+export { type FileLimit, openFileLimit };
 
 /** Descriptors a process of `blocks` blocks against `servers` servers needs, with room to spare. */
 export function descriptorsNeeded(blocks: number, servers = 1): number {

@@ -3,13 +3,14 @@
  * and the record of each time a limit bit: a counter per limit (read by /metrics) and a log line
  * per limit at most every `logEveryMs`, carrying how many times it bit since the last line.
  */
-import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
+import { type FileLimit, openFileLimit } from "../../protocol/open-files.js";
 
 export interface LimitOptions {
   /**
    * Open connections, both listeners and all addresses together (held long-polls count). Default:
-   * the process's open-file limit less 512 (kept for the store, callbacks and logs), at most 16,384.
+   * the process's open-file limit less 512 (kept for the store, callbacks and logs), so that raising
+   * the limit (LimitNOFILE=, `ulimit -n`) raises the cap with it; 16,384 where the limit is unknown.
    */
   maxConnections: number;
   /** Open connections from one address (both listeners). Default 256. */
@@ -33,18 +34,19 @@ export interface LimitOptions {
   logEveryMs: number;
 }
 
-/** The soft limit of open files of this process (Linux), or undefined. */
-function openFileLimit(): number | undefined {
-  try {
-    const line = /^Max open files\s+(\d+)/m.exec(readFileSync("/proc/self/limits", "utf8"));
-    return line ? Number(line[1]) : undefined;
-  } catch {
-    return undefined;
-  }
+/** Descriptors kept out of the connection cap: the store, outbound callbacks, logs, the listeners. */
+export const RESERVED_FILES = 512;
+
+/** The default connection cap for an open-file limit: the limit less RESERVED_FILES, at least 64. */
+export function connectionCap(limit: FileLimit | null): number {
+  const soft = limit?.soft ?? Number.NaN;
+  if (!Number.isFinite(soft)) return 16_384;
+  return Math.max(64, soft - RESERVED_FILES);
 }
 
 export const LIMIT_DEFAULTS: LimitOptions = {
-  maxConnections: Math.max(64, Math.min(16_384, (openFileLimit() ?? 16_896) - 512)),
+  // Node raised the soft limit to the hard one as the process started (protocol/open-files.ts).
+  maxConnections: connectionCap(openFileLimit()),
   maxConnectionsPerAddress: 256,
   uncappedAddresses: ["127.0.0.1", "::1", "::ffff:127.0.0.1"],
   headersTimeoutMs: 10_000,
@@ -87,6 +89,23 @@ export class Limits {
       }
     }
     this.uncapped = new Set(this.options.uncappedAddresses);
+  }
+
+  /**
+   * Logs the open-file limit the process runs with and the connection cap it gives, at start; a
+   * `warn` when the soft limit is below the hard one (something kept Node from raising it).
+   */
+  logOpenFiles(limit: FileLimit | null = openFileLimit()): void {
+    const max = this.options.maxConnections;
+    if (limit === null) {
+      this.log.info({ max_connections: max }, `open-file limit unknown; connections capped at ${max}`);
+      return;
+    }
+    const text = (n: number): string => (Number.isFinite(n) ? String(n) : "unlimited");
+    const detail = { open_files_soft: text(limit.soft), open_files_hard: text(limit.hard), max_connections: max };
+    const line = `open files: limit ${text(limit.soft)} (hard ${text(limit.hard)}); connections capped at ${max}`;
+    if (limit.soft < limit.hard) this.log.warn(detail, `${line}; the soft limit is below the hard one: raise it with \`ulimit -n ${text(limit.hard)}\``);
+    else this.log.info(detail, line);
   }
 
   /** Connections open now, both listeners (metrics). */

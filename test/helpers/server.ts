@@ -31,6 +31,8 @@ export async function startTestServer(options: ServerOptions = {}, how: { listen
     logger: pino({ level: "silent" }),
     adminToken: "admin-token-0123456789",
     pollHoldSeconds: 2,
+    // Free ports: the defaults (8000, 8001) may be a developer's own server.
+    port: 0,
     ...options,
   });
   let baseUrl: string | undefined;
