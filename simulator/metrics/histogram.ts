@@ -16,6 +16,16 @@ export interface LatencySummary {
  */
 const round = (ms: number): number => (ms === 0 ? 0 : Number(ms.toPrecision(3)));
 
+/**
+ * A percentile to three significant digits, rounded down: HdrHistogram answers the highest value
+ * equivalent to the bucket's (9.007 ms for samples of 9.000), which rounded to nearest prints 9.01.
+ */
+const floor3 = (ms: number): number => {
+  if (ms <= 0) return 0;
+  const scale = 10 ** (2 - Math.floor(Math.log10(ms)));
+  return Number((Math.floor(ms * scale + 1e-9) / scale).toPrecision(3));
+};
+
 const histogram = (): Histogram =>
   build({
     bitBucketSize: 32,
@@ -59,11 +69,12 @@ export class Latency {
 
   /**
    * The percentile in ms, null without samples. HdrHistogram answers a bucket's highest equivalent
-   * value, which can lie past the largest sample (p99 9.01 with a max of 9.00): capped at the max.
+   * value, which can lie past the largest sample (p99 9.01 with a max of 9.00): capped at the max
+   * and rounded down to the histogram's three digits.
    */
   percentile(p: number): number | null {
     if (this.h.totalCount === 0) return null;
-    return round(Math.min(this.h.getValueAtPercentile(p), this.h.maxValue) / 1000);
+    return floor3(Math.min(this.h.getValueAtPercentile(p), this.h.maxValue) / 1000);
   }
 
   summary(): LatencySummary {

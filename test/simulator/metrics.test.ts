@@ -31,6 +31,13 @@ describe("latency histogram", () => {
     expect(s.max).toBe(9);
     expect(s.p99).toBe(9);
     expect(l.percentile(100)).toBe(9);
+    expect(s.p50).toBe(2);
+    const m = new Latency();
+    for (let i = 0; i < 100; i++) m.record(9 + (i % 10) / 1000); // 9.000 … 9.009 ms
+    m.record(3);
+    expect(m.summary().p90).toBe(9); // not 9.01: the bucket's highest value, rounded up
+    expect(m.percentile(0)).toBe(3);
+    expect(m.summary().max).toBe(9.01); // the maximum is a sample: rounded to nearest
   });
 });
 
