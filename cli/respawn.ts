@@ -19,10 +19,12 @@ import { spawn } from "node:child_process";
 const FLAG = "--max-semi-space-size";
 const SIZE_MB = 32;
 const CHILD = "BLOCKKIT_SIM_CHILD";
+const NO_FLEET = new Set(["replay", "nodes", "merge", "cleanup"]);
 
 /** Whether this process should run `argv` in a child with the flag instead. */
 export function wantsRespawn(argv: string[], env: NodeJS.ProcessEnv = process.env, execArgv: string[] = process.execArgv): boolean {
-  if (argv[2] !== "sim" || argv[3] === "replay") return false;
+  // Only a fleet needs it: not `sim replay`, `sim nodes`, `sim merge` or `sim cleanup`.
+  if (argv[2] !== "sim" || NO_FLEET.has(argv[3] ?? "")) return false;
   if (env[CHILD] === "1") return false;
   return !execArgv.some((a) => a.startsWith(FLAG)) && !(env.NODE_OPTIONS ?? "").includes(FLAG);
 }

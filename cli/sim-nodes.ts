@@ -2,7 +2,8 @@
  * `blockkit sim nodes`: hardware nodes behind a gateway, without hardware. Over MQTT
  * (`--mqtt URL`: each node an MQTT client on the gateway's topic scheme) or over a serial line
  * (`--serial PATH`: a node speaking the serial frames on the node's end of a pseudo-terminal pair,
- * with the original firmwares' behaviours as `--firmware`). The devices come from the same flags and
+ * with the original firmwares' behaviours as `--firmware`; `--serial` alone creates the pair and
+ * prints the end the gateway opens). The devices come from the same flags and
  * scenario files as `blockkit sim`; with `--server`, `--token` and `--gateway-node-id` the report
  * holds the end-to-end latencies (node reading -> visible on the server, command -> node).
  */
@@ -12,7 +13,9 @@ import { positiveInt, positiveNumber, url } from "./options.js";
 
 interface NodesFlags {
   mqtt?: string;
-  serial?: string;
+  /** A path, or true: create a pseudo-terminal pair. */
+  serial?: string | true;
+  ptyLink?: string;
   firmware: "0.47" | "V12_1.00" | "blockkit";
   prefix: string;
   nodes: number;
@@ -38,7 +41,11 @@ export function registerNodes(sim: Command): void {
     .command("nodes")
     .description("emulate hardware nodes behind a gateway, over MQTT or a serial line")
     .option("--mqtt <url>", "the gateway's MQTT broker (mqtt://HOST:PORT)", url)
-    .option("--serial <path>", "the node's end of a serial line (e.g. one side of a socat pty pair)")
+    .option(
+      "--serial [path]",
+      "the node's end of a serial line (e.g. one side of a socat pty pair); without PATH: create a pseudo-terminal pair (needs socat) and print the path of the gateway's end on stdout",
+    )
+    .option("--pty-link <path>", "with --serial and no PATH: also make PATH a stable link to the gateway's end (removed at exit)")
     .addOption(new Option("--firmware <version>", "serial: the firmware to behave like").choices(["0.47", "V12_1.00", "blockkit"]).default("0.47"))
     .option("--prefix <prefix>", "MQTT topic prefix of the gateway", "blockkit")
     .option("--nodes <n>", "MQTT: nodes (clients), each with the scenario's devices", positiveInt, 1)
@@ -48,7 +55,7 @@ export function registerNodes(sim: Command): void {
       const flags = command.optsWithGlobals<NodesFlags>();
       const { buildScenario } = await import("./sim-run.js");
       if (!flags.mqtt === !flags.serial) {
-        process.stderr.write("blockkit sim nodes: give --mqtt URL or --serial PATH (one of them)\n");
+        process.stderr.write("blockkit sim nodes: give --mqtt URL or --serial [PATH] (one of them)\n");
         process.exit(2);
       }
       let scenario;
@@ -70,12 +77,39 @@ export function registerNodes(sim: Command): void {
             resolve();
           });
         });
+      if (flags.ptyLink !== undefined && flags.serial !== true) {
+        process.stderr.write("blockkit sim nodes: --pty-link goes with --serial without a PATH (a pair the simulator creates)\n");
+        process.exit(2);
+      }
       if (flags.serial) {
         const { runSerialNode } = await import("../simulator/nodes/serial-nodes.js");
-        const result = await runSerialNode({ path: flags.serial, profile: flags.firmware, scenario, log, until: wait(flags.duration * 1000) });
-        process.stderr.write(`serial node (${flags.firmware}) on ${flags.serial}: ${result.readings} readings sent, ${result.commands} commands acted on\n`);
-        if (flags.report) writeFileSync(flags.report, `${JSON.stringify(result, null, 2)}\n`);
-        process.exit(0);
+        let path = flags.serial;
+        let pair: import("../simulator/nodes/pty-pair.js").PtyPair | null = null;
+        if (path === true) {
+          const { PtyPair } = await import("../simulator/nodes/pty-pair.js");
+          try {
+            pair = new PtyPair({ link: flags.ptyLink });
+            const ends = await pair.start();
+            path = ends.node;
+            // stdout: the gateway's end alone, for scripts; stderr: what to do with it.
+            process.stdout.write(`${ends.gateway}\n`);
+            process.stderr.write(`pseudo-terminal pair: the node is on ${ends.node}; start the gateway with --serial ${ends.gateway}\n`);
+          } catch (err) {
+            process.stderr.write(`blockkit sim nodes: ${(err as Error).message}\n`);
+            process.exit(3);
+          }
+        }
+        try {
+          const result = await runSerialNode({ path, profile: flags.firmware, scenario, log, until: wait(flags.duration * 1000) });
+          process.stderr.write(`serial node (${flags.firmware}) on ${path}: ${result.readings} readings sent, ${result.commands} commands acted on\n`);
+          if (flags.report) writeFileSync(flags.report, `${JSON.stringify(result, null, 2)}\n`);
+        } catch (err) {
+          process.stderr.write(`blockkit sim nodes: ${(err as Error).message}\n`);
+          process.exitCode = 3;
+        } finally {
+          await pair?.stop();
+        }
+        process.exit(process.exitCode ?? 0);
       }
       const { MqttNodes } = await import("../simulator/nodes/mqtt-nodes.js");
       let server;

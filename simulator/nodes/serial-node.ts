@@ -107,6 +107,8 @@ export interface SerialNodeOptions {
   timeScale?: number;
   /** The port opens with DTR and resets the board (USB Uno/Nano). Default true. */
   resetOnOpen?: boolean;
+  /** Called with each command the node acts on (after it is in `commands`). */
+  onCommand?: (command: ActedCommand) => void;
 }
 
 /** A command the node acted on, as it understood it. */
@@ -262,7 +264,9 @@ export class SerialNode {
       DA = DA.slice(0, this.spec.daChars);
       overflow = true;
     }
-    this.commands.push({ G, V, D, DA, ...(overflow ? { overflow } : {}) });
+    const acted = { G, V, D, DA, ...(overflow ? { overflow } : {}) };
+    this.commands.push(acted);
+    this.o.onCommand?.(acted);
     if (LED_DS.has(D)) this.leds.set(D, String(DA).toUpperCase());
     this.emit("ACK", { G, V, D, DA: this.ackDa(D, DA) });
   }

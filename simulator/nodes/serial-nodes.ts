@@ -26,7 +26,12 @@ export async function runSerialNode(o: SerialNodeRun): Promise<{ profile: Serial
     return { G, D: spec.D, gen: makeGenerator(spec.generator, spec.rate, rng.child(`serial/${G}`)) };
   });
   // A pty carries no DTR: the node is a board wired to a UART, listening from the start.
-  const port = new SerialNodePort(o.path, { profile: o.profile, plugged: devices.map((d) => ({ G: d.G, D: d.D })), resetOnOpen: false });
+  const port = new SerialNodePort(o.path, {
+    profile: o.profile,
+    plugged: devices.map((d) => ({ G: d.G, D: d.D })),
+    resetOnOpen: false,
+    onCommand: (c) => o.log("info", `command acted on: G ${c.G} D ${c.D} DA ${JSON.stringify(c.DA)}${c.overflow ? " (cut: over the firmware's buffer)" : ""}`),
+  });
   await port.start();
   port.node.portOpened();
   let readings = 0;

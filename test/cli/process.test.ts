@@ -65,6 +65,8 @@ describe("blockkit sim's own process", () => {
     const argv = (...a: string[]) => ["node", "blockkit", ...a];
     expect(wantsRespawn(argv("sim", "--blocks", "5"), {}, [])).toBe(true);
     expect(wantsRespawn(argv("sim", "replay", "f.jsonl"), {}, [])).toBe(false);
+    // No fleet, no restart: Ctrl-C and SIGINT from a script reach the one process.
+    for (const sub of ["nodes", "merge", "cleanup"]) expect(wantsRespawn(argv("sim", sub), {}, [])).toBe(false);
     expect(wantsRespawn(argv("server"), {}, [])).toBe(false);
     expect(wantsRespawn(argv("sim"), { BLOCKKIT_SIM_CHILD: "1" }, [])).toBe(false);
     expect(wantsRespawn(argv("sim"), {}, ["--max-semi-space-size=64"])).toBe(false);

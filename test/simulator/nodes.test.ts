@@ -2,14 +2,18 @@
  * `blockkit sim nodes --mqtt`: MQTT nodes behind a real gateway process (embedded broker) in front
  * of a real server: readings reach the server, commands reach the nodes, and the report holds the
  * end-to-end latencies. `--serial`: the fake firmware node on one end of a socat pty pair answers a
- * version query like the original firmware.
+ * version query like the original firmware; `--serial` without a path creates the pair itself and
+ * a real gateway process on the printed end carries its readings to the server and a command back.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { once } from "node:events";
+import { existsSync } from "node:fs";
+import { createInterface } from "node:readline";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ApiClient } from "../../protocol/api-client.js";
 import { BlockkitServer } from "../../server/controller.js";
 import type { NodesReport } from "../../simulator/nodes/mqtt-nodes.js";
@@ -104,5 +108,58 @@ describe.runIf(spawnSync("which", ["socat"]).status === 0)("blockkit sim nodes o
       await pair.stop();
       rmSync(where, { recursive: true, force: true });
     }
+  });
+
+  it("creates its own pseudo-terminal pair, prints the gateway's end, and a real gateway on it carries readings up and a command down", { timeout: 60_000 }, async () => {
+    const where = mkdtempSync(join(tmpdir(), "blockkit-sim-pty-"));
+    const server = new BlockkitServer({ port: 0, streamPort: 0, dataDir: join(where, "data"), adminToken: TOKEN, logger: pino({ level: "silent" }), pollHoldSeconds: 5 });
+    const baseUrl = (await server.start()).baseUrl;
+    const node = spawn(process.execPath, ["--import", "tsx", "cli/index.ts", "sim", "nodes", "--serial", "--pty-link", join(where, "gw-end"), "--firmware", "V12_1.00", "--devices", "2", "--rate", "5", "--duration", "50"], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    node.stderr?.on("data", (c: Buffer) => (stderr += c.toString()));
+    const exited = once(node, "exit");
+    let gateway: GatewayProcess | null = null;
+    const GW = "GWPTYSELFMADE01";
+    try {
+      const [path] = (await Promise.race([
+        once(createInterface({ input: node.stdout as NodeJS.ReadableStream }), "line"),
+        exited.then(() => Promise.reject(new Error(`sim nodes ended:\n${stderr}`))),
+      ])) as [string];
+      expect(path).toBe(join(where, "gw-end"));
+      expect(existsSync(path)).toBe(true);
+      await vi.waitFor(() => expect(stderr).toMatch(/pseudo-terminal pair: the node is on \/dev\/pts\/\d+; start the gateway with --serial /), { timeout: 5000 });
+      gateway = new GatewayProcess(["--server", baseUrl, "--node-id", GW, "--user-token", TOKEN, "--serial", path, "--state-dir", join(where, "gw")], await freePort());
+      await gateway.start();
+      const api = new ApiClient({ baseUrl, token: TOKEN });
+      await vi.waitFor(async () => expect((await api.history(`${GW}_1_0_9`, { from: 0 })).length).toBeGreaterThan(2), { timeout: 20_000, interval: 200 });
+      await vi.waitFor(async () => expect(Object.keys(await api.devices())).toContain(`${GW}_2_0_1002`), { timeout: 10_000, interval: 200 });
+      await api.actuate(`${GW}_2_0_1002`, "1");
+      await vi.waitFor(() => expect(stderr).toContain('info: command acted on: G 2 D 1002 DA "1"'), { timeout: 10_000 });
+      node.kill("SIGINT");
+      const [code] = (await exited) as [number | null];
+      expect(code, stderr).toBe(0);
+      expect(stderr).toMatch(/serial node \(V12_1\.00\) on \/dev\/pts\/\d+: [1-9]\d* readings sent, [1-9]\d* commands acted on/);
+      // socat is gone with the node, and its link with it.
+      expect(existsSync(path)).toBe(false);
+    } finally {
+      if (node.exitCode === null && node.signalCode === null) {
+        node.kill("SIGKILL");
+        await exited;
+      }
+      await gateway?.kill("SIGTERM");
+      await server.stop();
+      rmSync(where, { recursive: true, force: true });
+    }
+  });
+
+  it("without socat, says what to install or to give instead", async () => {
+    const { PtyPair } = await import("../../simulator/nodes/pty-pair.js");
+    await expect(new PtyPair({ socat: join(tmpdir(), "no-such-socat-here") }).start()).rejects.toThrow(
+      "creating a pseudo-terminal pair needs socat (Debian: apt install socat); or give --serial PATH",
+    );
+    expect(() => new PtyPair({ link: "/tmp/a,b" })).toThrow(/link must be a path without/);
   });
 });
