@@ -301,8 +301,12 @@ interface Commits {
   buckets: Map<string, number>;
 }
 
+/** The server's commit histogram; empty figures when it cannot be read (a server at its connection cap refuses). */
 async function commits(port: number): Promise<Commits> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const text = await fetch(`http://127.0.0.1:${port}/metrics`).then(
+    (r) => r.text(),
+    () => "",
+  );
   const num = (re: RegExp): number => Number(re.exec(text)?.[1] ?? Number.NaN);
   const buckets = new Map<string, number>();
   for (const m of text.matchAll(/^blockkit_ingest_commit_seconds_bucket\{le="([^"]+)"\} (\S+)$/gm)) buckets.set(m[1] as string, Number(m[2]));

@@ -24,6 +24,11 @@ export interface CommandHubOptions {
 class Waiter {
   done = false;
   checking = false;
+  /**
+   * A wake-up came while the queue was being read: that read may have begun before the command's
+   * commit (PostgreSQL, or another instance), so the queue is read once more when it ends.
+   */
+  again = false;
 
   constructor(
     readonly nodeId: string,
@@ -173,12 +178,18 @@ export class CommandHub {
   }
 
   private check(w: Waiter): void {
-    if (w.done || w.checking) return;
+    if (w.done) return;
+    if (w.checking) {
+      w.again = true;
+      return;
+    }
     w.checking = true;
+    w.again = false;
     this.store.commands.pending(w.nodeId, this.clock()).then(
       (rows) => {
         w.checking = false;
         if (rows.length > 0 || this.stopped || w.holdMs === 0) this.finish(w, rows);
+        else if (w.again) this.check(w);
       },
       (err: unknown) => {
         w.checking = false;
