@@ -14,6 +14,7 @@ const R = "ABCDEF123456_0_0_1002";
 export const EXAMPLES: Record<string, string[]> = {
   "": ["blockkit login --server 127.0.0.1:8000 --token $TOKEN", "blockkit devices"],
   server: ["blockkit server --data ./data --port 8000"],
+  openapi: ["blockkit openapi --out docs/openapi.json", "blockkit openapi --check docs/openapi.json"],
   users: ["blockkit users add alice --password 'correct horse battery'"],
   "users add": ["blockkit users add alice --password 'correct horse battery' --data ./data"],
   apps: ["blockkit apps add --user alice --name 'My app' --redirect-uri https://app.example/cb"],

@@ -11,6 +11,7 @@ import { CliError, type CliIO, commandPath } from "./api/context.js";
 import { registerApps } from "./apps.js";
 import { registerCompletion } from "./completion.js";
 import { registerGateway, registerMqttPassword } from "./gateway.js";
+import { registerOpenapi } from "./openapi.js";
 import { teach } from "./help.js";
 import { registerServer } from "./server.js";
 import { registerUsers } from "./users.js";
@@ -58,6 +59,7 @@ export function buildProgram(io: CliIO = processIO): Command {
   program.configureHelp({ showGlobalOptions: true });
   registerApps(program);
   registerServer(program);
+  registerOpenapi(program);
   registerUsers(program);
   registerStoreCommands(program);
   registerGateway(program);

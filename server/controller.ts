@@ -175,8 +175,8 @@ export class BlockkitServer {
     this.services = { ...withAutomation, metrics: new ServerMetrics(withAutomation) };
     core.ingest.onCommitted(events.onCommitted);
     this.services.automation.engine.onRun((userId, rid, ok, firedAt) => events.rule(userId, rid, ok, firedAt));
-    this.api = buildApiApp(this.services);
-    this.stream = buildStreamApp(this.services);
+    this.stream = await buildStreamApp(this.services);
+    this.api = await buildApiApp(this.services, this.stream);
     await Promise.all([this.api.ready(), this.stream.ready()]);
     rateLimiter.start();
     auth.start();

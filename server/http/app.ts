@@ -26,6 +26,9 @@ import { FastIngest, type RequestListener } from "./fast-ingest.js";
 import { MAX_JSON_DEPTH, SCHEMA_KEYWORDS, nestedDeeperThan } from "./schema-keywords.js";
 import type { StoreHealth } from "../services/store-health.js";
 import { closeRefusedUpgrades, streamRoutes } from "./stream.js";
+import { installDocs } from "./openapi.js";
+import { doc } from "./openapi.js";
+import { Health } from "../../protocol/responses.js";
 
 export { JSON_BODY_LIMIT, REST_PREFIX, SNAPSHOT_BODY_LIMIT } from "./constants.js";
 
@@ -103,8 +106,11 @@ function baseFastify(log: Logger, bodyLimit: number, health: StoreHealth, limits
   return app;
 }
 
-/** The API listener: REST routes under /rest/v0; pages and OAuth at the root. */
-export function buildApiApp(s: Services): FastifyInstance {
+/**
+ * The API listener: REST routes under /rest/v0; pages, OAuth and the API reference at the root.
+ * `stream`: the stream listener, whose operations the reference at /docs includes.
+ */
+export async function buildApiApp(s: Services, stream?: FastifyInstance): Promise<FastifyInstance> {
   // Block events on a cached token skip fastify's per-request machinery (fast-ingest.ts).
   const lane = new FastIngest(s, () => app);
   const app = baseFastify(s.log.child({ module: "srv:http" }), JSON_BODY_LIMIT, s.storeHealth, s.limits, serverFactory(s, (o) => o.requestTimeoutMs, lane));
@@ -113,11 +119,25 @@ export function buildApiApp(s: Services): FastifyInstance {
     done();
   });
   app.decorate("fastIngest", lane);
+  // First: the generator sees only the routes added after it.
+  await installDocs(app, { ui: { stream, streamUrl: () => s.settings.streamUrl } });
   installAuth(app, s);
   closeRefusedUpgrades(app);
   countRequests(app, s);
   metricsRoute(app, s, s.settings.metricsToken);
-  app.get("/healthz", async (_request, reply) => {
+  const health = doc({
+    tag: "Operations",
+    summary: "Health",
+    description:
+      "For probes and load balancers, no credential: 200 while the store writes, 503 while it cannot (disk full, " +
+      "database away), with why in `store`. Also the number of held command polls and of block events waiting for " +
+      "their commit. The stream listener answers the same at `{stream_url}/healthz`, without those two numbers.",
+    ok: {
+      200: { description: "Healthy.", body: Health },
+      503: { description: "The store cannot write (or the server is shutting down: then the error envelope).", body: Health },
+    },
+  });
+  app.get("/healthz", { schema: health }, async (_request, reply) => {
     const store = s.storeHealth.state();
     // 503 while the store cannot write: a load balancer or a probe sees it without reading the body.
     if (!store.ok) void reply.code(503);
@@ -146,11 +166,13 @@ export function buildApiApp(s: Services): FastifyInstance {
 }
 
 /** The stream listener ({stream_url}): camera snapshots. */
-export function buildStreamApp(s: Services): FastifyInstance {
+export async function buildStreamApp(s: Services): Promise<FastifyInstance> {
   const app = baseFastify(s.log.child({ module: "srv:stream" }), SNAPSHOT_BODY_LIMIT, s.storeHealth, s.limits, serverFactory(s, (o) => o.uploadTimeoutMs));
+  await installDocs(app);
   installAuth(app, s);
   countRequests(app, s);
-  app.get("/healthz", async (_request, reply) => {
+  // Documented with the API listener's (one path item cannot hold two listeners' GET).
+  app.get("/healthz", { schema: { hide: true } }, async (_request, reply) => {
     const store = s.storeHealth.state();
     if (!store.ok) void reply.code(503);
     return { ok: store.ok, status: store.ok ? "ok" : "degraded", store };

@@ -18,6 +18,21 @@ import type { CommandRow, IngestEvent } from "../store/types.js";
 import type { BlockPrincipal } from "../services/auth.js";
 import { blockOf, isConstrainedClient } from "./auth.js";
 import { onClientGone } from "./client-gone.js";
+import { type RouteDoc, doc } from "./openapi.js";
+import { Commands } from "../../protocol/responses.js";
+
+const LANE =
+  "\n\n**Fast lane.** With a block token the server has cached and a plainly valid JSON body, this route is " +
+  "answered before fastify's routing (server/http/fast-ingest.ts), with the same answers; anything else (a query " +
+  "string, another content type, a body the strict check refuses) is replayed through the route as documented here.";
+const FIELDS =
+  "`G` a string or number (stored as a string); `V` and `D` non-negative integers up to 999,999,999 as a JSON number " +
+  "or a string of digits; `DA` a string (up to 4096 characters) or a number. Extra fields are accepted; two have a " +
+  "meaning: `TIMESTAMP` (epoch ms, at most 5 minutes ahead of the server's clock) dates a buffered reading, and `KEY` " +
+  "(up to 128 characters) is an idempotency key: a reading whose key the server stored for the node in the last 7 " +
+  "days is acknowledged again but not stored twice. An event for a device the server does not know creates it.";
+const eventDoc = (d: Pick<RouteDoc, "summary" | "description"> & Partial<RouteDoc>) =>
+  doc({ tag: "Block events", ok: { 200: { description: "Committed to disk." } }, ...d, description: d.description + LANE });
 
 /** The most a constrained client (the Arduino Ethernet block library) reads of an answer's body, bytes. */
 export const CONSTRAINED_BODY_BYTES = 128;
@@ -79,24 +94,95 @@ export function blockEventRoutes(app: FastifyInstance, s: Services): void {
   const event = (request: FastifyRequest, kind: IngestEvent["kind"], e: DataEventBody, now: number): IngestEvent =>
     toEvent(blockOf(request), kind, e, now);
 
-  app.post("/block/:nodeId/heartbeat", { config: block, schema: { params: NodeIdParam, body: HeartbeatBody } }, async (request) => {
+  app.post(
+    "/block/:nodeId/heartbeat",
+    {
+      config: block,
+      schema: {
+        ...eventDoc({
+          summary: "Heartbeat: readings to analyse (deprecated)",
+          description:
+            "An array of 1 to 1000 readings, even for one device. Each updates the device's last value, is stored for " +
+            `history, and drives rules and callbacks, like a data event. Acknowledged once committed to disk. ${FIELDS}`,
+          deprecated: true,
+        }),
+        params: NodeIdParam,
+        body: HeartbeatBody,
+      },
+    },
+    async (request) => {
     const now = s.clock();
     await s.ingest.submit((request.body as DataEventBody[]).map((e) => event(request, "heartbeat", e, now)));
     return ok();
   });
 
-  app.post("/block/:nodeId/data", { config: block, schema: { params: NodeIdParam, body: DataEvent } }, async (request) => {
+  app.post(
+    "/block/:nodeId/data",
+    {
+      config: block,
+      schema: {
+        ...eventDoc({
+          summary: "Data: a reading to act on now",
+          description:
+            "One reading (a button press, a temperature). Updates the device's last value, is stored for history, fires " +
+            "rules and callbacks, and is acknowledged only once committed to disk (group commit: concurrent events share " +
+            `one transaction). ${FIELDS}`,
+        }),
+        params: NodeIdParam,
+        body: DataEvent,
+      },
+    },
+    async (request) => {
     await s.ingest.submit([event(request, "data", request.body as DataEventBody, s.clock())]);
     return ok();
   });
 
-  app.post("/block/:nodeId/config", { config: block, schema: { params: NodeIdParam, body: ConfigEvent } }, async (request) => {
+  app.post(
+    "/block/:nodeId/config",
+    {
+      config: block,
+      schema: {
+        ...eventDoc({
+          summary: "Config: meta information about a device",
+          description:
+            "`type` is any string. Kept in the device's `meta`: `meta.plugged` is false after `UNPLUG` and true after " +
+            "`PLUGIN`; any other type is kept as `meta.config.<type>` with its payload and time. Not a history reading, " +
+            "fires no rule. An `UNPLUG` for a device the server has never seen creates nothing (old firmware sends one " +
+            "for each empty port at boot).",
+        }),
+        params: NodeIdParam,
+        body: ConfigEvent,
+      },
+    },
+    async (request) => {
     await s.ingest.submit([event(request, "config", request.body as DataEventBody, s.clock())]);
     return ok();
   });
 
   // No HEAD twin: a HEAD would take the commands off the queue and drop the body that carries them.
-  app.get("/block/:nodeId/commands", { config: block, schema: { params: NodeIdParam }, exposeHeadRoute: false }, async (request, reply) => {
+  app.get(
+    "/block/:nodeId/commands",
+    {
+      config: block,
+      schema: {
+        ...doc({
+          tag: "Block events",
+          summary: "Long-poll for commands",
+          description:
+            "Answers at once with every queued command, oldest first; otherwise holds up to 30 s (`--poll-hold`) and " +
+            "answers the first command that arrives, or `{\"DEVICE\":[]}` when the hold ends. A command leaves the queue " +
+            "only once the answer carrying it was written; one not delivered within 60 s expires instead of actuating " +
+            "late. A newer poll for the same node answers the older one with an empty list. The answer is not the " +
+            "envelope. A client whose User-Agent starts with `Ninja Arduino` (the original Arduino Ethernet library, " +
+            "which reads 128 bytes) gets one command per answer, without `GUID`, with `Connection: close`. No HEAD: it " +
+            "would take commands off the queue.",
+          ok: { 200: { description: "The commands (possibly none).", body: Commands } },
+        }),
+        params: NodeIdParam,
+      },
+      exposeHeadRoute: false,
+    },
+    async (request, reply) => {
     const { nodeId } = blockOf(request);
     const polled = await s.commands.poll(nodeId, (cancel) => onClientGone(reply, cancel));
     let rows = polled;

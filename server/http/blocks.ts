@@ -7,6 +7,10 @@ import type { Services } from "../services/index.js";
 import type { BlockRow } from "../store/types.js";
 import { userOf } from "./auth.js";
 import { onClientGone } from "./client-gone.js";
+import { doc } from "./openapi.js";
+import { AwaitingBlocks, Block, BlockMap, BlockToken } from "../../protocol/responses.js";
+
+const UNKNOWN = "No block with this node id among yours (another user's block is reported the same way).";
 
 function blockJson(b: BlockRow): { date_created: number; last_active: number; short_name: string } {
   return { date_created: b.date_created, last_active: b.last_active, short_name: b.short_name };
@@ -15,14 +19,46 @@ function blockJson(b: BlockRow): { date_created: number; last_active: number; sh
 export function blockRoutes(app: FastifyInstance, s: Services): void {
   const user = { auth: "user" as const };
 
-  app.get("/block", { config: user }, async (request) => {
+  app.get(
+    "/block",
+    {
+      config: user,
+      schema: doc({
+        tag: "Blocks",
+        summary: "List your blocks",
+        description: "Your claimed blocks, keyed by node id. A virtual block token registers the node ids it is used on here too.",
+        ok: { 200: { description: "Your blocks.", data: BlockMap } },
+      }),
+    },
+    async (request) => {
     const rows = await s.store.blocks.list(userOf(request).userId);
     const out: Record<string, ReturnType<typeof blockJson>> = {};
     for (const b of rows) out[b.node_id] = blockJson(b);
     return ok(out);
   });
 
-  app.post("/block", { config: user, schema: { body: ClaimBody } }, async (request) => {
+  app.post(
+    "/block",
+    {
+      config: user,
+      schema: {
+        ...doc({
+          tag: "Blocks",
+          summary: "Claim a block awaiting activation",
+          description:
+            "The second leg of two-legged activation: the block is awaiting activation while it holds a `GET " +
+            "/block/:nodeId/activate` and for 60 s after its last one. Its waiting request (or its next one within 60 s) " +
+            "receives the new token. A new token revokes the block's previous one.",
+          ok: { 200: { description: "Claimed; the token goes to the waiting block." } },
+          errors: {
+            404: "No block with this node id is awaiting activation (none asked in the last 60 s).",
+            409: "The block belongs to another user.",
+          },
+        }),
+        body: ClaimBody,
+      },
+    },
+    async (request) => {
     const { nodeid } = request.body as { nodeid: string };
     await s.activation.claim(nodeid, userOf(request).userId);
     return ok();
@@ -30,19 +66,65 @@ export function blockRoutes(app: FastifyInstance, s: Services): void {
 
   // An extension of the spec for the dashboard and the CLI: blocks awaiting activation that this
   // user may claim (Activation.awaitingFor). "awaiting" is no node id (those have 12+ characters).
-  app.get("/block/awaiting", { config: user }, async (request) => {
+  app.get(
+    "/block/awaiting",
+    {
+      config: user,
+      schema: doc({
+        tag: "Blocks",
+        summary: "Blocks awaiting activation that you may claim",
+        description:
+          "Not in the spec: for the dashboard and the command line. Blocks awaiting activation that you may claim, " +
+          "newest first: your own blocks asking again, and unclaimed blocks asking from this request's own network " +
+          "address (on a home network, the hub and the phone; from elsewhere, type the node id).",
+        ok: { 200: { description: "The waiting node ids and when each last asked.", data: AwaitingBlocks } },
+      }),
+    },
+    async (request) => {
     const list = await s.activation.awaitingFor(userOf(request).userId, request.ip);
     return ok(list.map((a) => ({ nodeid: a.nodeId, since: a.since })));
   });
 
-  app.get("/block/:nodeId", { config: user, schema: { params: NodeIdParam } }, async (request) => {
+  app.get(
+    "/block/:nodeId",
+    {
+      config: user,
+      schema: {
+        ...doc({
+          tag: "Blocks",
+          summary: "Get one block",
+          description: "When it was claimed, when it last used its token, and its name.",
+          ok: { 200: { description: "The block.", data: Block } },
+          errors: { 404: UNKNOWN },
+        }),
+        params: NodeIdParam,
+      },
+    },
+    async (request) => {
     const { nodeId } = request.params as { nodeId: string };
     const b = await s.store.blocks.get(nodeId);
     if (!b || b.user_id !== userOf(request).userId) throw notFound(`unknown block ${nodeId}`);
     return ok(blockJson(b));
   });
 
-  app.delete("/block/:nodeId", { config: user, schema: { params: NodeIdParam } }, async (request) => {
+  app.delete(
+    "/block/:nodeId",
+    {
+      config: user,
+      schema: {
+        ...doc({
+          tag: "Blocks",
+          summary: "Unpair a block",
+          description:
+            "Removes the block, revokes its token, drops its queued commands and deletes its devices with their history, " +
+            "so that the node can be claimed again, by anyone.",
+          ok: { 200: { description: "Unpaired." } },
+          errors: { 404: UNKNOWN },
+        }),
+        params: NodeIdParam,
+      },
+    },
+    async (request) => {
     const { nodeId } = request.params as { nodeId: string };
     const userId = userOf(request).userId;
     const b = await s.store.blocks.get(nodeId);
@@ -58,7 +140,36 @@ export function blockRoutes(app: FastifyInstance, s: Services): void {
   // No credential: the block waits here until a user claims it. With a user credential in the
   // query, the direct flow claims and answers at once.
   // No HEAD twin: a HEAD would issue (and so revoke the previous) token in a body nobody reads.
-  app.get("/block/:nodeId/activate", { schema: { params: NodeIdParam }, exposeHeadRoute: false }, async (request, reply) => {
+  app.get(
+    "/block/:nodeId/activate",
+    {
+      schema: {
+        ...doc({
+          tag: "Blocks",
+          summary: "Activate a block (get its token)",
+          description:
+            "Two flows. **Two-legged** (no credential): the block waits here up to 30 s (`--poll-hold`); while it waits, " +
+            "and for 60 s after, it is awaiting activation and a user can claim it with `POST /block`. The waiting " +
+            "request then answers `{token}`; a wait that ends unclaimed answers 204 with no body, and the block asks " +
+            "again. **Direct**: with a user credential in the query, the block is claimed for that user and the token " +
+            "answered at once. Either way a new token revokes the block's previous one, and the answer is the bare " +
+            "`{token}` object, not the envelope. Tokens are made when delivered and stored only as hashes. No HEAD.",
+          ok: {
+            200: { description: "The block token.", body: BlockToken },
+            204: { description: "Nobody claimed the block during the hold: ask again.", empty: true },
+          },
+          errors: {
+            401: "Direct flow: the credential in the query is unknown.",
+            409: "The block belongs to another user.",
+            429: "Too many waiting activations from one address, or (direct flow) too many requests with the credential.",
+          },
+          security: [{}, { user_access_token: [] }, { access_token: [] }],
+        }),
+        params: NodeIdParam,
+      },
+      exposeHeadRoute: false,
+    },
+    async (request, reply) => {
     const { nodeId } = request.params as { nodeId: string };
     const q = request.query as Record<string, unknown>;
     if (q.user_access_token !== undefined || q.access_token !== undefined) {

@@ -6,13 +6,38 @@ import { conflict, notFound } from "../errors.js";
 import type { Services } from "../services/index.js";
 import { newToken } from "../services/secrets.js";
 import { userOf } from "./auth.js";
+import { doc } from "./openapi.js";
+import { Callback } from "../../protocol/responses.js";
+
+const UNKNOWN = "No device with this GUID among yours.";
+const DELIVERY =
+  "The service POSTs `{GUID,G,V,D,DA,timestamp,node}` (the webhook `callbackDelivery`) within a second of each " +
+  "reading, signed with header `X-Blockkit-Signature: sha256=<HMAC-SHA256 of the body keyed with the secret>` and " +
+  "numbered with `X-Blockkit-Delivery` (the same on retries); a failed delivery is retried with backoff (at least 5 " +
+  "tries over about a minute), in per-device order. The URL must be http(s).";
 
 export function callbackRoutes(app: FastifyInstance, s: Services): void {
   const user = { auth: "user" as const };
   const owned = async (request: { params: unknown; principal: unknown }, userId: number) =>
     s.devices.owned(userId, (request.params as { guid: string }).guid);
 
-  app.post("/device/:guid/callback", { config: user, schema: { params: GuidParam, body: CallbackBody } }, async (request) => {
+  app.post(
+    "/device/:guid/callback",
+    {
+      config: user,
+      schema: {
+        ...doc({
+          tag: "Callbacks",
+          summary: "Register the device's callback URL",
+          description: `One URL per device. ${DELIVERY}`,
+          ok: { 200: { description: "Registered." } },
+          errors: { 404: UNKNOWN, 409: "The device already has a callback: change it with PUT." },
+        }),
+        params: GuidParam,
+        body: CallbackBody,
+      },
+    },
+    async (request) => {
     const device = await owned(request, userOf(request).userId);
     if (await s.store.callbacks.get(device.id)) throw conflict(`device ${device.guid} already has a callback: use PUT to change it`);
     const { url } = request.body as { url: string };
@@ -20,14 +45,45 @@ export function callbackRoutes(app: FastifyInstance, s: Services): void {
     return ok();
   });
 
-  app.get("/device/:guid/callback", { config: user, schema: { params: GuidParam } }, async (request) => {
+  app.get(
+    "/device/:guid/callback",
+    {
+      config: user,
+      schema: {
+        ...doc({
+          tag: "Callbacks",
+          summary: "Get the device's callback",
+          description: "The URL and, beyond the spec's `url`, the `secret` that signs the deliveries (so a receiver can check them).",
+          ok: { 200: { description: "The callback.", data: Callback } },
+          errors: { 404: "No device with this GUID among yours, or it has no callback." },
+        }),
+        params: GuidParam,
+      },
+    },
+    async (request) => {
     const device = await owned(request, userOf(request).userId);
     const cb = await s.store.callbacks.get(device.id);
     if (!cb) throw notFound(`device ${device.guid} has no callback`);
     return ok({ url: cb.url, secret: cb.secret });
   });
 
-  app.put("/device/:guid/callback", { config: user, schema: { params: GuidParam, body: CallbackBody } }, async (request) => {
+  app.put(
+    "/device/:guid/callback",
+    {
+      config: user,
+      schema: {
+        ...doc({
+          tag: "Callbacks",
+          summary: "Replace (or create) the device's callback URL",
+          description: "Sets the URL whether or not one exists; an existing callback keeps its secret.",
+          ok: { 200: { description: "Set." } },
+          errors: { 404: UNKNOWN },
+        }),
+        params: GuidParam,
+        body: CallbackBody,
+      },
+    },
+    async (request) => {
     const device = await owned(request, userOf(request).userId);
     const { url } = request.body as { url: string };
     const existing = await s.store.callbacks.get(device.id);
@@ -40,7 +96,22 @@ export function callbackRoutes(app: FastifyInstance, s: Services): void {
     return ok();
   });
 
-  app.delete("/device/:guid/callback", { config: user, schema: { params: GuidParam } }, async (request) => {
+  app.delete(
+    "/device/:guid/callback",
+    {
+      config: user,
+      schema: {
+        ...doc({
+          tag: "Callbacks",
+          summary: "Remove the device's callback",
+          description: "Once this returns, nothing more is POSTed to the old URL, retries included.",
+          ok: { 200: { description: "Removed." } },
+          errors: { 404: "No device with this GUID among yours, or it has no callback." },
+        }),
+        params: GuidParam,
+      },
+    },
+    async (request) => {
     const device = await owned(request, userOf(request).userId);
     if (!(await s.store.callbacks.remove(device.id))) throw notFound(`device ${device.guid} has no callback`);
     return ok();

@@ -3,12 +3,14 @@
  * answers the image (not an envelope, caching disabled); the block's POST (X-Service-Token, body
  * the image, Content-Type image/jpeg, up to 10 MiB) is checked before its body is read.
  */
+import { Type } from "@sinclair/typebox";
 import type { FastifyInstance } from "fastify";
 import { ok } from "../../protocol/envelope.js";
 import { GuidParam } from "../../protocol/payloads.js";
 import type { Services } from "../services/index.js";
 import type { DeviceRow } from "../store/types.js";
 import { blockToken, userOf } from "./auth.js";
+import { doc } from "./openapi.js";
 
 /** Largest upload (DESIGN.md "Limits"), the stream listener's body limit too. */
 const SNAPSHOT_BODY_LIMIT = 10 * 1024 * 1024;
@@ -26,7 +28,23 @@ export function cameraRoutes(app: FastifyInstance, s: Services): void {
     done(null, body);
   });
 
-  app.get("/rest/v0/camera/:guid/snapshot", { config: { auth: "user" }, schema: { params: GuidParam } }, async (request, reply) => {
+  const get = doc({
+    tag: "Camera",
+    summary: "Take a snapshot",
+    description:
+      "On the stream listener. Sends DA `\"1\"` to the camera device (D 1004; one command per burst of requests) and " +
+      "waits for its block's upload, which is then answered to every waiting user: the image bytes (not the envelope), " +
+      "caching disabled. No upload within 10 s: 504.",
+    ok: { 200: { description: "The image.", type: "image/jpeg", headers: { "cache-control": "no-store, no-cache, must-revalidate, max-age=0" } } },
+    errors: {
+      400: "The device is not a camera.",
+      404: "No device with this GUID among yours.",
+      503: "The server is shutting down, or its store cannot write.",
+      504: "The camera's block did not upload a snapshot within 10 s.",
+    },
+    streamListener: true,
+  });
+  app.get("/rest/v0/camera/:guid/snapshot", { config: { auth: "user" }, schema: { ...get, params: GuidParam } }, async (request, reply) => {
     const { guid } = request.params as { guid: string };
     const abort = new AbortController();
     reply.raw.once("close", () => {
@@ -44,7 +62,29 @@ export function cameraRoutes(app: FastifyInstance, s: Services): void {
   app.post(
     "/rest/v0/camera/:guid/snapshot",
     {
-      schema: { params: GuidParam },
+      schema: {
+        ...doc({
+          tag: "Camera",
+          summary: "Upload a snapshot (block)",
+          description:
+            "On the stream listener, with the block token of the camera's block (or the virtual block token of its " +
+            "owner). The body is the image, `Content-Type: image/jpeg`, up to 10 MiB; the token and the size are checked " +
+            "before the body is read. The image goes to every user waiting on the camera.",
+          ok: { 200: { description: "Stored and handed to the waiting users." } },
+          errors: {
+            400: "The GUID is not a device GUID, the device is not a camera, or the body is empty.",
+            401: "No block token, or one the server does not know.",
+            403: "The camera does not belong to this block.",
+            413: "The image is larger than 10 MiB.",
+            415: "The Content-Type is not image/jpeg.",
+            429: "Too many uploads for this camera.",
+          },
+          body: { schema: Type.String({ format: "binary" }), types: ["image/jpeg"] },
+          security: [{ block_token: [] }, { ninja_token: [] }],
+          streamListener: true,
+        }),
+        params: GuidParam,
+      },
       // Before the body is read: a block that does not own the camera never uploads 10 MiB.
       onRequest: async (request) => {
         const { guid } = request.params as { guid: string };

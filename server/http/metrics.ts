@@ -7,6 +7,7 @@ import type { FastifyInstance } from "fastify";
 import { forbidden, unauthorized } from "../errors.js";
 import type { Services } from "../services/index.js";
 import { safeEqual } from "../services/secrets.js";
+import { doc } from "./openapi.js";
 
 const isLoopback = (ip: string): boolean => ip.startsWith("127.") || ip.startsWith("::ffff:127.") || ip === "::1";
 
@@ -19,7 +20,21 @@ export function countRequests(app: FastifyInstance, s: Services): void {
 }
 
 export function metricsRoute(app: FastifyInstance, s: Services, token: string | undefined): void {
-  app.get("/metrics", { exposeHeadRoute: false }, async (request, reply) => {
+  const schema = doc({
+    tag: "Operations",
+    summary: "Prometheus metrics",
+    description:
+      "The server's metrics in Prometheus text format: requests by route, method and status; ingest, commands, rules, " +
+      "callbacks, live streams, limits and the process. Open to loopback clients only, unless the server has a metrics " +
+      "token (`--metrics-token`): then any client with `Authorization: Bearer <token>`, loopback included.",
+    ok: { 200: { description: "The metrics.", type: "text/plain" } },
+    errors: {
+      401: "A metrics token is configured and the request does not carry it.",
+      403: "No metrics token is configured and the client is not on loopback.",
+    },
+    security: [{}, { metrics_token: [] }],
+  });
+  app.get("/metrics", { exposeHeadRoute: false, schema }, async (request, reply) => {
     if (token !== undefined) {
       const given = /^Bearer (.+)$/.exec(request.headers.authorization ?? "")?.[1];
       if (given === undefined || !safeEqual(given, token)) throw unauthorized("metrics need Authorization: Bearer <the metrics token>");

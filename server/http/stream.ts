@@ -13,6 +13,8 @@ import { badRequest } from "../errors.js";
 import type { Services } from "../services/index.js";
 import type { StreamHub, StreamSink } from "../services/stream/hub.js";
 import { userOf } from "./auth.js";
+import { doc } from "./openapi.js";
+import { Type } from "@sinclair/typebox";
 
 /** Frames from clients are not part of the protocol; anything larger than this closes the socket. */
 const MAX_CLIENT_FRAME = 1024;
@@ -118,7 +120,30 @@ export function streamRoutes(app: FastifyInstance, s: Services): void {
       guidFilter(request.query as Record<string, unknown>);
       s.stream.check(userOf(request).userId);
     };
-    scope.get("/stream", { websocket: true, config: { auth: "user" }, preHandler }, (ws, request) => {
+    const schema = doc({
+      tag: "Live stream",
+      summary: "Live stream of your events (WebSocket)",
+      description:
+        "A WebSocket handshake (`Upgrade: websocket`); a request without one gets 404. One JSON object per text frame, " +
+        "about your own resources only: `{type:\"data\", guid, DA, timestamp}` (a stored reading), `{type:\"config\", " +
+        "guid, config, timestamp}`, `{type:\"device\", guid, change}` (created, updated, deleted), `{type:\"block\", " +
+        "nodeId, change}` (claimed, unpaired, awaiting), `{type:\"rule\", rid, ok, timestamp}` (a rule ran). " +
+        `\`?guid=G1,G2\` (at most ${STREAM_MAX_GUIDS}) narrows the data and config frames to those devices. A socket ` +
+        "that cannot keep up has frames dropped, then gets `{type:\"lag\", dropped}` once it has caught up. The server " +
+        "pings every 30 s and closes a socket that did not answer the previous ping; what clients send is ignored " +
+        `(frames over 1 KiB close the socket). Over the per-user cap (10 sockets) the handshake is refused with 429, or ` +
+        `a socket that lost the race is closed with code ${STREAM_CLOSE_TOO_MANY}. Signed in by the session cookie, the ` +
+        "handshake must come from this server's own pages (Origin).",
+      ok: { 101: { description: "Switching Protocols: the WebSocket is open.", empty: true } },
+      errors: {
+        400: "The guid filter is empty, names more than 100 GUIDs, or one longer than 256 characters.",
+        403: "Signed in by the session cookie, from a page of another origin.",
+        404: "Not a WebSocket handshake.",
+        429: "You have as many live streams open as allowed, or the server does; or too many requests with the credential.",
+      },
+      query: Type.Object({ guid: Type.Optional(Type.String({ description: "comma-separated device GUIDs" })) }),
+    });
+    scope.get("/stream", { websocket: true, config: { auth: "user" }, preHandler, schema }, (ws, request) => {
       const sink = new SocketSink(ws, s.stream, userOf(request).userId, request.ip, guidFilter(request.query as Record<string, unknown>));
       let detach: () => void;
       try {

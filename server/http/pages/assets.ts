@@ -1,5 +1,6 @@
 /** The pages' one stylesheet and icon: small, no web fonts, readable on a phone. */
 import type { FastifyInstance } from "fastify";
+import { pageDoc } from "../openapi.js";
 
 const CSS = `
 *{box-sizing:border-box}
@@ -42,10 +43,10 @@ ul.list>li:first-child{border-top:none}
 const ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#17324d"/><rect x="4" y="4" width="8" height="8" rx="1" fill="#2f7ad1"/></svg>`;
 
 export function assetRoutes(app: FastifyInstance): void {
-  app.get("/assets/style.css", async (_request, reply) => {
+  app.get("/assets/style.css", { schema: pageDoc({ summary: "The pages' stylesheet", description: "Cached for an hour.", ok: { 200: { description: "CSS.", type: "text/css" } } }) }, async (_request, reply) => {
     return reply.type("text/css; charset=utf-8").header("cache-control", "public, max-age=3600").send(CSS);
   });
-  app.get("/assets/icon.svg", async (_request, reply) => {
+  app.get("/assets/icon.svg", { schema: pageDoc({ summary: "The pages' icon", description: "Cached for a day.", ok: { 200: { description: "SVG.", type: "image/svg+xml" } } }) }, async (_request, reply) => {
     return reply.type("image/svg+xml").header("cache-control", "public, max-age=86400").send(ICON);
   });
 }

@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { SEE_OTHER, pageDoc } from "../openapi.js";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { notFound } from "../../errors.js";
 import type { Services } from "../../services/index.js";
@@ -84,7 +85,17 @@ ${page === "device" ? html`<link rel="stylesheet" href="/dashboard/assets/uPlot.
 
 export function dashboardRoutes(app: FastifyInstance, s: Services): void {
   const assets = loadAssets();
-  app.get("/dashboard/assets/:name", async (request, reply) => {
+  app.get(
+    "/dashboard/assets/:name",
+    {
+      schema: pageDoc({
+        summary: "The dashboard's scripts and styles",
+        description: "Served from the server itself (uPlot from its npm package): the dashboard loads nothing from another origin. Cached 5 minutes.",
+        ok: { 200: { description: "The asset (JavaScript or CSS).", type: "text/javascript" } },
+        errors: { 404: "No such asset." },
+      }),
+    },
+    async (request, reply) => {
     const a = assets.get((request.params as { name: string }).name);
     if (!a) throw notFound("no such dashboard asset");
     return reply.type(a.type).header("cache-control", "public, max-age=300").send(a.body);
@@ -97,10 +108,24 @@ export function dashboardRoutes(app: FastifyInstance, s: Services): void {
     void reply.header("content-security-policy", dashboardPolicy());
     return sendHtml(reply, 200, shell(page, csrfFor(s, request, reply, sess), user?.name ?? "", data));
   };
-  app.get("/dashboard", (request, reply) => render(request, reply, "devices"));
-  app.get("/dashboard/blocks", (request, reply) => render(request, reply, "blocks"));
-  app.get("/dashboard/rules", (request, reply) => render(request, reply, "rules"));
-  app.get("/dashboard/device/:guid", { schema: { params: { type: "object", properties: { guid: { type: "string", maxLength: 256 } } } } }, (request, reply) =>
+  const view = (summary: string, description: string) =>
+    pageDoc({
+      summary,
+      description: `${description} Needs JavaScript; reads the REST API and the live stream with the session cookie. Without a session: redirects to sign-in.`,
+      ok: { 200: { description: "The page.", type: "text/html" }, 303: SEE_OTHER },
+    });
+  app.get("/dashboard", { schema: view("Dashboard: devices", "Your devices with their last values, updated live.") }, (request, reply) => render(request, reply, "devices"));
+  app.get("/dashboard/blocks", { schema: view("Dashboard: blocks", "Your blocks, and blocks awaiting activation that you can claim.") }, (request, reply) => render(request, reply, "blocks"));
+  app.get("/dashboard/rules", { schema: view("Dashboard: rules", "Your rules with their last runs; suspend and unsuspend.") }, (request, reply) => render(request, reply, "rules"));
+  app.get(
+    "/dashboard/device/:guid",
+    {
+      schema: {
+        ...view("Dashboard: one device", "A device's value, history chart, command box and sub-devices."),
+        params: { type: "object", properties: { guid: { type: "string", maxLength: 256 } } },
+      },
+    },
+    (request, reply) =>
     render(request, reply, "device", { guid: (request.params as { guid: string }).guid }),
   );
 }

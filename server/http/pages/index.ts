@@ -13,6 +13,7 @@ import { frame, html, securityHeaders, sendHtml } from "./layout.js";
 import { loginRoutes } from "./login.js";
 import { settingsActionRoutes } from "./settings-actions.js";
 import { settingsRoutes } from "./settings.js";
+import { SEE_OTHER, pageDoc } from "../openapi.js";
 
 const TITLES: Record<number, string> = {
   400: "Something in the request is wrong",
@@ -41,7 +42,7 @@ export function pageRoutes(app: FastifyInstance, s: Services): void {
       const body = html`<p class="error" role="alert">${message}</p><p><a href="/settings">Back to your settings</a></p>`;
       void sendHtml(reply, status, frame({ title, body }));
     });
-    pages.get("/", async (_request, reply) => reply.redirect("/settings", 303));
+    pages.get("/", { schema: pageDoc({ summary: "Home", description: "Redirects to the settings page.", ok: { 303: SEE_OTHER } }) }, async (_request, reply) => reply.redirect("/settings", 303));
     assetRoutes(pages);
     loginRoutes(pages, s);
     settingsRoutes(pages, s);

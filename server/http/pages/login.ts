@@ -1,5 +1,7 @@
 /** `/auth/login` (the form and its post) and `/auth/logout`. */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { Type } from "@sinclair/typebox";
+import { SEE_OTHER, pageDoc } from "../openapi.js";
 import { ServiceError } from "../../errors.js";
 import { serializeCookie } from "../../services/accounts/cookies.js";
 import { PRE_SESSION_COOKIE } from "../../services/accounts/csrf.js";
@@ -34,13 +36,41 @@ export function loginRoutes(app: FastifyInstance, s: Services): void {
   const show = (request: FastifyRequest, reply: FastifyReply, status: number, next: string, user: string, problem: string | null) =>
     sendHtml(reply, status, loginPage(csrfFor(s, request, reply, null), next, user, problem));
 
-  app.get("/auth/login", async (request, reply) => {
+  app.get(
+    "/auth/login",
+    {
+      schema: pageDoc({
+        summary: "Sign-in page",
+        description: "A form with `username` and `password` (and its CSRF field). Already signed in: redirects to `next`.",
+        ok: { 200: { description: "The sign-in page.", type: "text/html" }, 303: SEE_OTHER },
+        query: Type.Object({ next: Type.Optional(Type.String({ description: "a path of this server to go to after signing in" })) }),
+      }),
+    },
+    async (request, reply) => {
     const next = localPath((request.query as Record<string, unknown>).next);
     if (await session(s, request)) return reply.redirect(next, 303);
     return show(request, reply, 200, next, "", null);
   });
 
-  app.post("/auth/login", async (request, reply) => {
+  app.post(
+    "/auth/login",
+    {
+      schema: pageDoc({
+        summary: "Sign in",
+        description:
+          "Checks the password (stored with scrypt), sets the session cookie (a new session id at every sign-in; " +
+          "`Secure` over https) and redirects to `next`. Attempts are limited per client address and per user name.",
+        ok: { 303: SEE_OTHER },
+        errors: {
+          400: "The user name or password is missing or too long (the page again, with the message).",
+          401: "Wrong user name or password (the page again).",
+          403: "The form's CSRF field is missing or stale.",
+          429: "Too many attempts from this address or for this user: wait (the page again, with the message).",
+        },
+        form: Type.Object({ username: Type.String(), password: Type.String(), csrf: Type.String(), next: Type.Optional(Type.String()) }),
+      }),
+    },
+    async (request, reply) => {
     const body = form(request);
     const next = localPath(body.next);
     const username = field(body, "username").trim();
@@ -65,7 +95,18 @@ export function loginRoutes(app: FastifyInstance, s: Services): void {
     return reply.redirect(next, 303);
   });
 
-  app.post("/auth/logout", async (request, reply) => {
+  app.post(
+    "/auth/logout",
+    {
+      schema: pageDoc({
+        summary: "Sign out",
+        description: "Ends the session (with the form's CSRF field) and clears the cookie; redirects to the sign-in page.",
+        ok: { 303: SEE_OTHER },
+        errors: { 403: "The form's CSRF field is missing or stale." },
+        form: Type.Object({ csrf: Type.String() }),
+      }),
+    },
+    async (request, reply) => {
     const sess = await session(s, request);
     if (sess) {
       checkCsrf(s, request, sess, form(request));

@@ -1,5 +1,6 @@
 /** `GET /settings`: the account settings page (sign-in required). */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { SEE_OTHER, pageDoc } from "../openapi.js";
 import { D } from "../../../protocol/device-types.js";
 import type { Session } from "../../services/accounts/sessions.js";
 import type { Services } from "../../services/index.js";
@@ -45,7 +46,19 @@ export async function showSettings(
 }
 
 export function settingsRoutes(app: FastifyInstance, s: Services): void {
-  app.get("/settings", async (request, reply) => {
+  app.get(
+    "/settings",
+    {
+      schema: pageDoc({
+        summary: "Settings page",
+        description:
+          "After sign-in: the user access token (enable, revoke), the virtual block token (enable, revoke), OAuth " +
+          "applications (register with a name and redirect URI; the client secret is shown once), the grants given to " +
+          "applications, and the Webhooks and SMS devices. Without a session: redirects to sign-in.",
+        ok: { 200: { description: "The page.", type: "text/html" }, 303: SEE_OTHER },
+      }),
+    },
+    async (request, reply) => {
     const sess = await session(s, request);
     if (!sess) return loginRedirect(reply, "/settings");
     return showSettings(s, request, reply, sess);

@@ -1,0 +1,154 @@
+/**
+ * The API reference: docs/openapi.json is what the routes generate (CI catches drift), every
+ * operation is described with its answers, real answers match the documented schemas, and the
+ * reference served at /docs uses nothing from another origin.
+ */
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { Ajv } from "ajv";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DOCS_PREFIX, docsPolicy, openapiDocument } from "../../server/http/openapi.js";
+import { REFERENCE_COMMAND, REFERENCE_PATH, referenceText } from "../../server/reference.js";
+import { asBlock, asUser, freshNode } from "../helpers/core.js";
+import { type TestServer, startTestServer } from "../helpers/server.js";
+
+type Operation = {
+  summary?: string;
+  description?: string;
+  tags?: string[];
+  responses?: Record<string, { description?: string; content?: Record<string, { schema?: unknown }> }>;
+  servers?: { url: string }[];
+};
+type Doc = { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, unknown> } };
+
+const ROOT = join(import.meta.dirname, "../..");
+const UI_STATIC = join(createRequire(import.meta.url).resolve("@fastify/swagger-ui/package.json"), "../static");
+
+/** The first line where two texts differ, for a message that fits on a screen. */
+function firstDifference(a: string, b: string): string | null {
+  if (a === b) return null;
+  const x = a.split("\n");
+  const y = b.split("\n");
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    if (x[i] !== y[i]) return `line ${i + 1}: committed ${JSON.stringify(x[i] ?? "<end>")}, generated ${JSON.stringify(y[i] ?? "<end>")}`;
+  }
+  return "the texts differ";
+}
+
+describe("the API reference", () => {
+  let t: TestServer;
+  let doc: Doc;
+  beforeAll(async () => {
+    t = await startTestServer();
+    doc = openapiDocument(t.server.api, t.server.stream) as unknown as Doc;
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it(`${REFERENCE_PATH} is the generated one (else: run ${REFERENCE_COMMAND} and commit it)`, async () => {
+    let committed = "";
+    try {
+      committed = readFileSync(join(ROOT, REFERENCE_PATH), "utf8");
+    } catch {
+      // A missing file is a difference like any other.
+    }
+    const diff = firstDifference(committed, await referenceText());
+    expect(diff, `${REFERENCE_PATH} is not what the routes generate (${diff}): run \`${REFERENCE_COMMAND}\` and commit it`).toBeNull();
+  });
+
+  it("describes every operation in words, with a success answer and each refusal's status", () => {
+    const ops = Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ id: `${method.toUpperCase()} ${path}`, op })));
+    expect(ops.length).toBeGreaterThanOrEqual(60);
+    for (const { id, op } of ops) {
+      expect(op.summary, id).toMatch(/\w/);
+      expect((op.description ?? "").length, `${id}: a description`).toBeGreaterThan(10);
+      expect(op.tags?.length, id).toBe(1);
+      const statuses = Object.keys(op.responses ?? {});
+      expect(statuses.some((s) => /^[123]/.test(s)), `${id}: a success answer`).toBe(true);
+      for (const [status, r] of Object.entries(op.responses ?? {})) expect(r.description, `${id} ${status}`).not.toBe("Default Response");
+    }
+    // The fast lane's routes (answered before fastify) and the WebSocket are documented too.
+    for (const kind of ["data", "heartbeat", "config"]) {
+      expect(doc.paths[`/rest/v0/block/{nodeId}/${kind}`]?.post?.description).toContain("Fast lane");
+    }
+    expect(doc.paths["/rest/v0/stream"]?.get?.summary).toContain("WebSocket");
+    // Camera snapshots are on the stream listener.
+    expect(doc.paths["/rest/v0/camera/{guid}/snapshot"]?.get?.servers?.[0]?.url).toBe("{stream_url}");
+    // Every refusal of the REST API is the envelope.
+    const refusal = doc.paths["/rest/v0/device/{guid}"]?.get?.responses?.["404"];
+    expect(refusal?.content?.["application/json"]?.schema).toEqual({ $ref: "#/components/schemas/ErrorEnvelope" });
+  });
+
+  it("documents answers that real ones match", async () => {
+    const ajv = new Ajv({ strict: false, validateFormats: false, allErrors: true });
+    ajv.addSchema({ ...doc, $id: "openapi" } as object);
+    const check = (method: string, path: string, status: number, body: unknown): void => {
+      const pointer = `/paths/${path.replaceAll("~", "~0").replaceAll("/", "~1")}/${method}/responses/${status}/content/application~1json/schema`;
+      const validate = ajv.compile({ $ref: `openapi#${pointer}` });
+      expect(validate(body), `${method.toUpperCase()} ${path} ${status}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(body)}`).toBe(true);
+    };
+    const node = freshNode("OPENAPI");
+    const bt = await t.activate(node);
+    const temp = `${node}_0_0_9`;
+    const rf = `${node}_0_0_11`;
+    await asBlock(t, node, bt, "data", { G: "0", V: 0, D: 9, DA: "21.5" });
+    check("post", "/rest/v0/block/{nodeId}/data", 200, (await asBlock(t, node, bt, "data", { G: "0", V: 0, D: 11, DA: "0101" })).body);
+    check("post", "/rest/v0/block/{nodeId}/config", 200, (await asBlock(t, node, bt, "config", { G: "0", V: 0, D: 9, type: "PLUGIN" })).body);
+    check("get", "/rest/v0/devices", 200, (await asUser(t, "GET", "/devices")).body);
+    check("get", "/rest/v0/device/{guid}", 200, (await asUser(t, "GET", `/device/${temp}`)).body);
+    check("get", "/rest/v0/device/{guid}/heartbeat", 200, (await asUser(t, "GET", `/device/${temp}/heartbeat`)).body);
+    check("get", "/rest/v0/device/{guid}/data", 200, (await asUser(t, "GET", `/device/${temp}/data`)).body);
+    check("get", "/rest/v0/device/{guid}/data", 200, (await asUser(t, "GET", `/device/${temp}/data?interval=1hour&fn=max`)).body);
+    check("get", "/rest/v0/device/{guid}", 404, (await asUser(t, "GET", `/device/${node}_0_0_404`)).body);
+    check("post", "/rest/v0/device/{guid}/subdevice", 200, (await asUser(t, "POST", `/device/${rf}/subdevice`, { category: "rf", type: "sensor", shortName: "door", data: "0101" })).body);
+    check("get", "/rest/v0/device/{guid}", 200, (await asUser(t, "GET", `/device/${rf}`)).body);
+    check("post", "/rest/v0/device/{guid}/callback", 200, (await asUser(t, "POST", `/device/${temp}/callback`, { url: "http://127.0.0.1:9/cb" })).body);
+    check("get", "/rest/v0/device/{guid}/callback", 200, (await asUser(t, "GET", `/device/${temp}/callback`)).body);
+    check("get", "/rest/v0/block", 200, (await asUser(t, "GET", "/block")).body);
+    check("get", "/rest/v0/block/{nodeId}", 200, (await asUser(t, "GET", `/block/${node}`)).body);
+    check("get", "/rest/v0/user", 200, (await asUser(t, "GET", "/user")).body);
+    const rule = { shortName: "hot", preconditions: [{ handler: "serviceChange", params: { guid: temp, to: "30" } }], actions: [{ handler: "sleep", params: { guid: "N/A", sleepLength: 1 } }] };
+    const created = await asUser<{ data: { rid: string } }>(t, "POST", "/rule", rule);
+    check("post", "/rest/v0/rule", 200, created.body);
+    check("get", "/rest/v0/rule", 200, (await asUser(t, "GET", "/rule")).body);
+    check("get", "/rest/v0/rule/{rid}", 200, (await asUser(t, "GET", `/rule/${created.body.data.rid}`)).body);
+    await asBlock(t, node, bt, "data", { G: "1", V: 0, D: 1002, DA: "0" });
+    check("put", "/rest/v0/device/{guid}", 200, (await asUser(t, "PUT", `/device/${node}_1_0_1002`, { shortName: "lamp", DA: "1" })).body);
+    check("get", "/rest/v0/block/{nodeId}/commands", 200, (await asBlock(t, node, bt, "commands")).body);
+    check("get", "/rest/v0/block/{nodeId}/activate", 200, JSON.parse((await t.api({ method: "GET", url: `/block/${freshNode("OPENAPI")}/activate?user_access_token=${t.token}` })).body));
+    check("get", "/rest/v0/block/{nodeId}/activate", 401, JSON.parse((await t.api({ method: "GET", url: `/block/${node}/activate?user_access_token=nope` })).body));
+    check("get", "/auth/webhook", 200, JSON.parse((await t.server.api.inject({ method: "GET", url: `/auth/webhook?user_access_token=${t.token}` })).body));
+    check("get", "/healthz", 200, JSON.parse((await t.server.api.inject({ method: "GET", url: "/healthz" })).body));
+  });
+
+  it("serves the reference at /docs from the package's assets, with nothing from another origin", async () => {
+    const get = (url: string) => t.server.api.inject({ method: "GET", url });
+    const page = await get(DOCS_PREFIX);
+    expect(page.statusCode).toBe(200);
+    expect(page.headers["content-type"]).toMatch(/^text\/html/);
+    expect(page.headers["content-security-policy"]).toBe(docsPolicy());
+    // The policy names no other origin: whatever the UI's script holds, a browser fetches nothing elsewhere.
+    expect(docsPolicy()).not.toMatch(/https?:|\*|\/\//);
+    const refs = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string);
+    expect(refs.length).toBeGreaterThanOrEqual(5);
+    for (const ref of refs) {
+      expect(ref, "a reference relative to this server").not.toMatch(/^(https?:)?\/\//);
+      const asset = await get(new URL(ref, `http://x${DOCS_PREFIX}`).pathname);
+      expect(asset.statusCode, ref).toBe(200);
+      expect(asset.headers["content-security-policy"], ref).toBe(docsPolicy());
+      const name = ref.split("/").pop() as string;
+      if (name !== "swagger-initializer.js") expect(asset.rawPayload.equals(readFileSync(join(UI_STATIC, name))), `${name} is the package's file`).toBe(true);
+      else {
+        // Its code names no address elsewhere (a comment may cite a web page).
+        expect(asset.body.replace(/^\s*\/\/.*$/gm, "")).not.toMatch(/https?:\/\//);
+        expect(asset.body).toMatch(/validatorUrl: null/);
+      }
+    }
+    // The document served names this server relatively, and the stream listener by its address.
+    const spec = JSON.parse((await get(`${DOCS_PREFIX}/json`)).body) as Doc & { servers: { url: string }[] };
+    expect(spec.servers).toEqual([{ url: "/", description: "This server (auth_url)." }]);
+    expect(Object.keys(spec.paths).sort()).toEqual(Object.keys(doc.paths).sort());
+  });
+});
