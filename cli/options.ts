@@ -1,5 +1,6 @@
 /** Parsers for command-line values: each names the option and the value it refused. */
 import { InvalidArgumentError } from "commander";
+import { parseNetwork } from "../server/services/outbound-policy.js";
 import { parseStoreUrl } from "../server/store/url.js";
 
 export function port(value: string): number {
@@ -71,4 +72,20 @@ export function duration(value: string): number {
   const m = /^(\d+)(h|d|w)$/.exec(value);
   if (!m || Number(m[1]) <= 0) throw new InvalidArgumentError(`"${value}" is not a duration: a positive number and h, d or w (e.g. 90d)`);
   return Number(m[1]) * (DURATION_UNITS[m[2] as string] as number);
+}
+
+/**
+ * --outbound-allow / --outbound-deny: networks (CIDR or one address), comma- or space-separated,
+ * the option repeatable; each is checked here so that a typo is refused before anything starts.
+ */
+export function networks(value: string, previous: string[] = []): string[] {
+  const list = value.split(/[\s,]+/).filter((v) => v !== "");
+  for (const n of list) {
+    try {
+      parseNetwork(n);
+    } catch (err) {
+      throw new InvalidArgumentError((err as Error).message);
+    }
+  }
+  return [...previous, ...list];
 }

@@ -1,7 +1,8 @@
 /** `blockkit server`: run the service (accounts: users.ts). */
 import type { Command } from "commander";
 import { programLogger } from "./logger.js";
-import { dbUrl, duration, logLevel, port, positiveNumber, storeLocation, url } from "./options.js";
+import { CliError } from "./errors.js";
+import { dbUrl, duration, logLevel, networks, port, positiveNumber, storeLocation, url } from "./options.js";
 import { stopOnSignals } from "./signals.js";
 
 interface ServerFlags {
@@ -14,6 +15,8 @@ interface ServerFlags {
   smtpUrl?: string;
   smsUrl?: string;
   metricsToken?: string;
+  outboundAllow?: string[];
+  outboundDeny?: string[];
   pollHold: number;
   logLevel: string;
   retention?: number;
@@ -33,6 +36,16 @@ export function registerServer(program: Command): void {
     .option("--sms-url <url>", "SMS gateway (HTTP POST of {to, body})", url)
     .option("--retention <duration>", "PostgreSQL: drop readings older than this, a month's partition at a time (e.g. 400d)", duration)
     .option("--metrics-token <token>", "bearer token that opens GET /metrics to other addresses (default: BLOCKKIT_METRICS_TOKEN; none: loopback only)")
+    .option(
+      "--outbound-allow <networks>",
+      "networks (CIDR) that callbacks, webhook actuators and File Host targets may reach; repeatable; default: any but the denied (env BLOCKKIT_OUTBOUND_ALLOW)",
+      networks,
+    )
+    .option(
+      "--outbound-deny <networks>",
+      "networks they must not reach, besides link-local and the server's own ports; repeatable (env BLOCKKIT_OUTBOUND_DENY)",
+      networks,
+    )
     .option("--poll-hold <seconds>", "hold of the commands long-poll and of activation", positiveNumber, 30)
     .option("--log-level <level>", "log level", logLevel, "info")
     .action(async (flags: ServerFlags) => {
@@ -51,6 +64,10 @@ export function registerServer(program: Command): void {
         smtpUrl: flags.smtpUrl,
         smsUrl: flags.smsUrl,
         metricsToken: flags.metricsToken ?? process.env.BLOCKKIT_METRICS_TOKEN,
+        outbound: {
+          allow: flags.outboundAllow ?? fromEnv("BLOCKKIT_OUTBOUND_ALLOW"),
+          deny: flags.outboundDeny ?? fromEnv("BLOCKKIT_OUTBOUND_DENY"),
+        },
         pollHoldSeconds: flags.pollHold,
         logger,
       });
@@ -87,4 +104,15 @@ export function registerServer(program: Command): void {
       process.stdout.write(`${out.join("\n")}\n`);
       await notify.ready(() => true);
     });
+}
+
+/** A list of networks from the environment; refused with the variable's name when malformed. */
+function fromEnv(name: string): string[] | undefined {
+  const value = process.env[name];
+  if (value === undefined || value.trim() === "") return undefined;
+  try {
+    return networks(value);
+  } catch (err) {
+    throw new CliError(`${name}: ${(err as Error).message}`);
+  }
 }

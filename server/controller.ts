@@ -31,6 +31,7 @@ import { StreamPublisher } from "./services/stream/publisher.js";
 import type { PostgresStore } from "./store/postgres/index.js";
 import type { Store } from "./store/types.js";
 import { StoreHealth } from "./services/store-health.js";
+import type { OutboundPolicyOptions } from "./services/outbound-policy.js";
 
 export interface ServerOptions {
   host?: string;
@@ -65,6 +66,11 @@ export interface ServerOptions {
   limits?: Partial<LimitOptions>;
   /** Caps and timers of the live stream (sockets per user, ping interval, send buffer). */
   stream?: StreamHubOptions;
+  /**
+   * Networks callbacks, webhook actuators and File Host targets may reach (allow/deny lists of
+   * CIDRs, services/outbound-policy.ts). Default: anywhere but link-local and the server's own listeners.
+   */
+  outbound?: OutboundPolicyOptions;
   /** Tuning of sub-devices, callbacks, rules and the camera (timeouts, retries); defaults suit production. */
   automation?: AutomationOptions;
   logger?: Logger;
@@ -168,6 +174,7 @@ export class BlockkitServer {
         smsUrl: o.smsUrl,
         smtpUrl: o.smtpUrl,
         filesDir: join(o.dataDir ?? "./data", "files"),
+        outbound: o.outbound,
         ...o.automation,
         rules: { shared: store.kind === "postgres", ...o.automation?.rules },
       }),
@@ -198,9 +205,12 @@ export class BlockkitServer {
     const port = this.options.port ?? 8000;
     await this.api.listen({ host, port });
     const apiPort = (this.api.server.address() as AddressInfo).port;
+    const outbound = this.services.automation.outbound;
+    outbound.setOwnPorts([apiPort]);
     const streamPort = this.options.streamPort ?? (port === 0 ? 0 : port + 1);
     await this.stream.listen({ host, port: streamPort });
     const realStreamPort = (this.stream.server.address() as AddressInfo).port;
+    outbound.setOwnPorts([apiPort, realStreamPort]);
     const shown = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
     const authUrl = `http://${shown.includes(":") ? `[${shown}]` : shown}:${apiPort}`;
     const streamUrl = `http://${shown.includes(":") ? `[${shown}]` : shown}:${realStreamPort}`;

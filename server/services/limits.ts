@@ -65,7 +65,9 @@ export type LimitName =
   | "activation_holds"
   | "activation_holds_per_address"
   | "rate_limit"
-  | "login";
+  | "login"
+  /** A callback, webhook or File Host connection refused by the outbound policy. */
+  | "outbound";
 
 export class Limits {
   readonly options: LimitOptions;

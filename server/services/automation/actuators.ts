@@ -27,7 +27,10 @@ export interface ActuatorOptions {
   smsUrl?: string | undefined;
   /** Limit of one webhook or SMS gateway call, ms. Default 5000. */
   timeoutMs?: number;
+  /** Webhook actuator calls (users' URLs: through the outbound policy). */
   dispatcher?: Dispatcher | undefined;
+  /** SMS gateway calls (the operator's URL); default undici's global dispatcher. */
+  smsDispatcher?: Dispatcher | undefined;
   /** The session key, from which each webhook actuator's signing secret is derived (webhook-secret.ts). */
   key?: () => Buffer;
 }
@@ -126,7 +129,7 @@ export class ServiceActuators {
     if (!url) throw unavailable("no SMS gateway is configured: start the server with --sms-url");
     for (const sub of subs) {
       try {
-        await postJson(url, { to: sub.data, body }, { timeoutMs: this.timeoutMs, dispatcher: this.options.dispatcher });
+        await postJson(url, { to: sub.data, body }, { timeoutMs: this.timeoutMs, dispatcher: this.options.smsDispatcher });
       } catch (err) {
         throw unavailable(`the SMS gateway failed for sub-device ${sub.sid}: ${(err as Error).message}`, err);
       }

@@ -18,6 +18,7 @@ import { type CallbackPayload, DELIVERY_HEADER, SIGNATURE_HEADER } from "../../.
 import type { Store } from "../../store/types.js";
 import { shownDA } from "../devices.js";
 import type { CommittedEvent } from "../ingest.js";
+import type { OutboundPolicy } from "../outbound-policy.js";
 
 export interface CallbackOptions {
   /** Waits after each failed attempt, ms. Default 1, 2, 4, 8, 16, 32 s: 7 tries over about a minute. */
@@ -32,8 +33,10 @@ export interface CallbackOptions {
   maxPerDevice?: number;
   /** Attempts in flight at once for one user's callbacks. Default 8. */
   maxInFlightPerUser?: number;
-  /** undici dispatcher; default a keep-alive pool owned (and closed) by the dispatcher. */
+  /** undici dispatcher (tests); default a keep-alive pool owned (and closed) by the dispatcher. */
   dispatcher?: Dispatcher;
+  /** Where deliveries may connect: the default pool connects through it (outbound-policy.ts). */
+  policy?: OutboundPolicy;
 }
 
 /** `sha256=<hex>`: what receivers compare (constant-time) with their own HMAC of the raw body. */
@@ -97,7 +100,10 @@ export class CallbackDispatcher {
     this.maxQueuedPerUser = options.maxQueuedPerUser ?? 1000;
     this.maxInFlightPerUser = options.maxInFlightPerUser ?? 8;
     this.ownsDispatcher = options.dispatcher === undefined;
-    this.dispatcher = options.dispatcher ?? new Agent({ connections: 64, keepAliveTimeout: 10_000, connect: { timeout: this.timeoutMs } });
+    this.dispatcher =
+      options.dispatcher ??
+      options.policy?.agent({ connections: 64, keepAliveTimeout: 10_000, connectTimeoutMs: this.timeoutMs }) ??
+      new Agent({ connections: 64, keepAliveTimeout: 10_000, connect: { timeout: this.timeoutMs } });
     // Every delivery in flight listens to the one stop signal.
     setMaxListeners(0, this.abort.signal);
   }

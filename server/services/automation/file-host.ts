@@ -7,6 +7,7 @@
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { Logger } from "pino";
 import type { Dispatcher } from "undici";
 import { badRequest, unavailable } from "../../errors.js";
 import type { DeviceRow } from "../../store/types.js";
@@ -39,6 +40,7 @@ export class FileHost {
   constructor(
     private readonly filesDir: string,
     private readonly options: { timeoutMs: number; dispatcher?: Dispatcher | undefined },
+    private readonly log?: Logger,
   ) {}
 
   /** Stores the snapshot at the device's target; resolves with where it went. */
@@ -48,8 +50,16 @@ export class FileHost {
     checkTarget(target);
     if (/^https?:\/\//.test(target)) {
       const url = `${target.replace(/\/+$/, "")}/${encodeURIComponent(name)}`;
-      const r = await send("PUT", url, snap.body, snap.contentType, { ...this.options, signal });
-      if (r.status < 200 || r.status > 299) throw unavailable(`PUT ${redactTarget(url)} answered ${r.status}`);
+      try {
+        const r = await send("PUT", url, snap.body, snap.contentType, { ...this.options, signal });
+        if (r.status < 200 || r.status > 299) throw new Error(`answered ${r.status}`);
+      } catch (err) {
+        if (signal.aborted) throw err;
+        this.log?.warn({ target: redactTarget(url), err: (err as Error).message }, "file host PUT failed");
+        // One text whatever went wrong (refused, silent, HTTP error, refused by the outbound policy):
+        // a rule's history must not tell its owner which ports are open on the server's network.
+        throw unavailable(`PUT ${redactTarget(url)}: the call failed (no 2xx answer within ${this.options.timeoutMs} ms)`, err);
+      }
       return `stored ${name} at ${redactTarget(url)}`;
     }
     const dir = join(this.filesDir, String(device.user_id), target);

@@ -6,6 +6,7 @@
  */
 import type { Dispatcher } from "undici";
 import type { Services } from "../index.js";
+import { OutboundPolicy, type OutboundPolicyOptions } from "../outbound-policy.js";
 import { ServiceActuators } from "./actuators.js";
 import { CallbackDispatcher, type CallbackOptions } from "./callbacks.js";
 import { type CameraOptions, CameraService } from "./camera.js";
@@ -25,8 +26,14 @@ export interface AutomationOptions {
   filesDir?: string | undefined;
   /** Limit of one outgoing call (webhook, SMS gateway, file host PUT), ms. Default 5000. */
   outgoingTimeoutMs?: number;
-  /** undici dispatcher for outgoing calls (tests inject one); default the global one. */
+  /**
+   * undici dispatcher for outgoing calls (tests inject one; it bypasses the outbound policy).
+   * Default: webhook actuators and File Host PUTs through the outbound policy, the SMS gateway
+   * (the operator's choice) through undici's global dispatcher.
+   */
   dispatcher?: Dispatcher | undefined;
+  /** Networks callbacks, webhook actuators and File Host targets may reach (outbound-policy.ts). */
+  outbound?: OutboundPolicyOptions;
   callbacks?: CallbackOptions;
   camera?: CameraOptions;
   rules?: RuleEngineOptions;
@@ -43,24 +50,31 @@ export class Automation {
   readonly fileHost: FileHost;
   readonly engine: RuleEngine;
   readonly rules: RuleService;
+  /** Where callbacks, webhook actuators and File Host PUTs may connect; the controller tells it its own ports. */
+  readonly outbound: OutboundPolicy;
+  private readonly outboundAgent: Dispatcher | undefined;
 
   constructor(core: CoreServices, options: AutomationOptions = {}) {
     const log = core.log.child({ module: "srv:automation" });
     const timeoutMs = options.outgoingTimeoutMs ?? 5000;
     // The session key signs webhook actuator calls (webhook-secret.ts); read when used, after start.
     const key = (): Buffer => core.accounts.key;
+    this.outbound = new OutboundPolicy(options.outbound, undefined, (why) => core.limits.bit("outbound", { why }));
+    // One pool for webhook actuators and File Host PUTs (callbacks keep their own, larger one).
+    this.outboundAgent = options.dispatcher ? undefined : this.outbound.agent({ connectTimeoutMs: timeoutMs });
+    const dispatcher = options.dispatcher ?? this.outboundAgent;
     this.subdevices = new SubDeviceService(core.store, core.devices, core.ingest, log, core.clock, key);
     this.actuators = new ServiceActuators(
       core.store,
       core.commands,
       log,
-      { smsUrl: options.smsUrl, timeoutMs, dispatcher: options.dispatcher, key },
+      { smsUrl: options.smsUrl, timeoutMs, dispatcher, smsDispatcher: options.dispatcher, key },
       core.clock,
     );
-    this.callbacks = new CallbackDispatcher(core.store, core.log.child({ module: "srv:callbacks" }), options.callbacks);
+    this.callbacks = new CallbackDispatcher(core.store, core.log.child({ module: "srv:callbacks" }), { policy: this.outbound, ...options.callbacks });
     this.camera = new CameraService(core.store, core.bus, core.auth, core.devices, core.log.child({ module: "srv:camera" }), options.camera, core.clock);
     this.mailer = new Mailer({ smtpUrl: options.smtpUrl, from: options.mailFrom });
-    this.fileHost = new FileHost(options.filesDir ?? "./data/files", { timeoutMs, dispatcher: options.dispatcher });
+    this.fileHost = new FileHost(options.filesDir ?? "./data/files", { timeoutMs, dispatcher }, log);
     const deps: ActionDeps = {
       sendCommand: async (userId, guid, da) => core.devices.actuate(await core.devices.owned(userId, guid), da),
       snapshot: (userId, guid, signal) => this.camera.snapshot(userId, guid, signal),
@@ -86,5 +100,6 @@ export class Automation {
     await this.engine.stop();
     await this.callbacks.stop();
     this.mailer.close();
+    await this.outboundAgent?.close();
   }
 }
