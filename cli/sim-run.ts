@@ -7,10 +7,9 @@ import { type Report, summaryLines, writeReport } from "../simulator/report.js";
 import { SimRunner } from "../simulator/runner.js";
 import { overrideWithFlags, scenarioFromFlags } from "../simulator/scenario/defaults.js";
 import { type LoadedScenario, ScenarioError, validateScenario } from "../simulator/scenario/parse.js";
-import { availableParallelism } from "node:os";
 import { type CleanupResult, nodePrefix } from "../simulator/cleanup.js";
 import { fleetDoesNotFit, openFileLimit } from "../simulator/fd-limit.js";
-import { blocksInPart, workerPart } from "../simulator/part.js";
+import { blocksInPart, workerCount, workerPart } from "../simulator/part.js";
 import type { FleetPart } from "../simulator/report.js";
 import { type ViewSource, runnerSource } from "../simulator/tui/view.js";
 import { WorkerPool } from "../simulator/workers/pool.js";
@@ -59,14 +58,6 @@ async function runTui(source: ViewSource, finished: Promise<Report>): Promise<Re
   }
 }
 
-/** Processes for the fleet: --workers, else the cores, but no more than one per BLOCKS_PER_WORKER blocks. */
-const BLOCKS_PER_WORKER = 1000;
-
-function workerCount(flags: SimFlags, blocks: number): number {
-  if (flags.workers !== undefined) return Math.min(flags.workers, blocks);
-  return Math.max(1, Math.min(availableParallelism(), Math.ceil(blocks / BLOCKS_PER_WORKER)));
-}
-
 interface Outcome {
   report: Report;
   cleanup: CleanupResult | null;
@@ -99,7 +90,7 @@ export async function runSim(flags: SimFlags): Promise<void> {
     return;
   }
   const shard = flags.shard ?? null;
-  const workers = workerCount(flags, blocksInPart(scenario.blocks.count, shard));
+  const workers = workerCount(blocksInPart(scenario.blocks.count, shard), flags.workers);
   const parts = workers > 1 ? Array.from({ length: workers }, (_v, w) => workerPart(shard ?? { index: 0, count: 1 }, w, workers)) : [shard];
   const refusal = fleetDoesNotFit(Math.max(...parts.map((p) => blocksInPart(scenario.blocks.count, p))), targets.length, openFileLimit());
   if (refusal) {

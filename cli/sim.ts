@@ -2,7 +2,9 @@
  * `blockkit sim`: options only. The simulator itself (ink, react, the fleet) is loaded when the
  * command runs, so that other commands (the gateway on a Pi) do not pay for it in memory.
  */
+import { availableParallelism } from "node:os";
 import { type Command, InvalidArgumentError, Option } from "commander";
+import { BLOCKS_PER_WORKER } from "../simulator/part.js";
 import { positiveInt, positiveNumber } from "./options.js";
 import { registerCleanup } from "./sim-cleanup.js";
 import { registerMerge } from "./sim-merge.js";
@@ -73,7 +75,11 @@ export function registerSim(program: Command): void {
     .option("--drain <seconds>", "longest wait at the end for unacknowledged readings and commands", positiveNumber, 15)
     .option("--cleanup", "at the end (also after Ctrl-C) remove the run's callbacks and unpair its blocks")
     .option("--shard <i/n>", "run shard i of n of the scenario (n machines together run all of it; merge their reports with `sim merge`)", part)
-    .option("--workers <n>", "processes to run the fleet in, with one merged TUI or report (default: the number of cores)", positiveInt)
+    .option(
+      "--workers <n>",
+      `processes to run the fleet in, with one merged TUI or report (default: the number of cores, ${availableParallelism()} here, but at most one per ${BLOCKS_PER_WORKER} blocks: a small fleet stays in one process)`,
+      positiveInt,
+    )
     .addOption(new Option("--worker-part <i/n>").hideHelp().argParser(part))
     .action(async (flags: SimFlags) => {
       const { runSim } = await import("./sim-run.js");

@@ -196,7 +196,7 @@ describe("blockkit sim against a real server", () => {
   });
 
   it("raises the soft limit of open files to the hard one, and refuses a fleet that cannot fit", { timeout: 60_000 }, async () => {
-    const args = ["--headless", "--server", baseUrl, "--token", TOKEN, "--blocks", "250", "--devices", "1", "--duration", "1", "--seed", "78", "--cleanup"];
+    const args = ["--headless", "--server", baseUrl, "--token", TOKEN, "--blocks", "250", "--devices", "1", "--duration", "1", "--seed", "78", "--cleanup", "--workers", "1"];
     // A soft limit of 300 with a higher hard limit: the simulator raises it and runs.
     const raised = await sim(args, { shell: "ulimit -S -n 300" });
     expect(raised.code, raised.stderr).toBe(0);

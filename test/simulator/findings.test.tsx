@@ -14,6 +14,7 @@ import { descriptorsNeeded, fleetDoesNotFit, openFileLimit } from "../../simulat
 import { BlockRate } from "../../simulator/fleet/virtual-block.js";
 import { Latency } from "../../simulator/metrics/histogram.js";
 import { Metrics } from "../../simulator/metrics/metrics.js";
+import { BLOCKS_PER_WORKER, workerCount } from "../../simulator/part.js";
 import { buildReport, summaryLines } from "../../simulator/report.js";
 import { validateScenario } from "../../simulator/scenario/parse.js";
 import { App } from "../../simulator/tui/app.js";
@@ -235,5 +236,19 @@ describe("merging reports", () => {
     expect(m.simulator.loop_delay_p99_ms).toBe(3);
     expect(m.thresholds[0]).toMatchObject({ text: "p99_ingest_ms < 500", passed: false });
     expect(m.passed).toBe(false);
+  });
+});
+
+describe("worker processes", () => {
+  it("defaults to the number of cores, a small fleet staying in one process", () => {
+    // Cores, not one process per 1,000 blocks: 1,500 blocks on 8 cores run in 8 processes.
+    expect(workerCount(1500, undefined, 8)).toBe(8);
+    expect(workerCount(40_000, undefined, 2)).toBe(2);
+    expect(workerCount(20, undefined, 8)).toBe(1);
+    expect(workerCount(BLOCKS_PER_WORKER + 1, undefined, 8)).toBe(2);
+    expect(workerCount(10_000, undefined, 1)).toBe(1);
+    // Given: as given, but never more processes than blocks.
+    expect(workerCount(20, 4, 8)).toBe(4);
+    expect(workerCount(3, 8, 8)).toBe(3);
   });
 });
