@@ -98,8 +98,11 @@ export function mergeReports(reports: Report[], o: { allowPartial?: boolean } = 
     latency_ms: { ingest: ingest.summary(), command: command.summary(), callback: callback.summary() },
     events_per_s: round2(sum(reports, (r) => r.events_per_s)),
     simulator: {
-      // Per process: the busiest one (a threshold on sim_cpu_percent means "no process saturated").
+      // Per process: the busiest one (a threshold on sim_cpu_percent means "no process saturated");
+      // and all of them together (what the fleet cost). A report of an older blockkit has no total.
       cpu_percent: Math.max(...sims.map((s) => s.cpu_percent)),
+      cpu_percent_total: round2(sum(reports, (r) => r.simulator.cpu_percent_total ?? r.simulator.cpu_percent)),
+      processes: sum(reports, (r) => r.simulator.processes ?? 1),
       cpu_percent_max: Math.max(...sims.map((s) => s.cpu_percent_max)),
       cpu_user_ms: sum(reports, (r) => r.simulator.cpu_user_ms),
       cpu_system_ms: sum(reports, (r) => r.simulator.cpu_system_ms),

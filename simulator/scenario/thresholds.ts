@@ -16,6 +16,7 @@ export const THRESHOLD_METRICS = [
   "callbacks_received",
   ...["ingest", "command", "callback"].flatMap((k) => ["p50", "p90", "p99", "max"].map((p) => `${p}_${k}_ms`)),
   "sim_cpu_percent",
+  "sim_cpu_percent_total",
   "loop_delay_p99_ms",
 ] as const;
 

@@ -237,6 +237,38 @@ describe("merging reports", () => {
     expect(m.thresholds[0]).toMatchObject({ text: "p99_ingest_ms < 500", passed: false });
     expect(m.passed).toBe(false);
   });
+
+  it("reports the simulator's CPU both ways: the busiest process and all processes together", () => {
+    const report = (index: number, cpu: number) =>
+      buildReport({
+        scenario: validateScenario({ blocks: { count: 4 }, devices: [{ type: "relay" }], thresholds: ["sim_cpu_percent < 60", "sim_cpu_percent_total < 60"] }),
+        part: { index, count: 2 },
+        startedAt: 0,
+        measuredMs: 1000,
+        blocks: { planned: 2, activated: 2, failed: 0 },
+        metrics: new Metrics().snapshot(),
+        load: { cpu_percent: cpu, cpu_percent_max: cpu + 5, cpu_user_ms: 5, cpu_system_ms: 5, loop_delay_p50_ms: 1, loop_delay_p99_ms: 2, loop_delay_max_ms: 3, answer_wait_ms: null, answer_wait_max_ms: null },
+        measuredAcked: 0,
+        callbackDevices: 0,
+        commandsInFlight: 0,
+        window: { size: 256, full_percent: 0, mean_in_flight: 0.5, cycles: 100, cycle_ms: 2, exchange_ms: 2 },
+        histograms: { ingest: new Latency().encode(), command: new Latency().encode(), callback: new Latency().encode() },
+      });
+    const one = report(0, 41.5);
+    expect(one.simulator).toMatchObject({ cpu_percent: 41.5, cpu_percent_total: 41.5, processes: 1 });
+    expect(summaryLines(one).join("\n")).toContain("simulator: CPU 41.5% (max 46.5%");
+    return import("../../simulator/merge.js").then(({ mergeReports }) => {
+      const m = mergeReports([one, report(1, 43)]);
+      expect(m.simulator).toMatchObject({ cpu_percent: 43, cpu_percent_total: 84.5, processes: 2 });
+      expect(summaryLines(m).join("\n")).toContain("simulator: CPU 84.5% together over 2 processes, busiest 43% (max 48%");
+      expect(m.thresholds.map((t) => [t.text, t.actual, t.passed])).toEqual([
+        ["sim_cpu_percent < 60", 43, true],
+        ["sim_cpu_percent_total < 60", 84.5, false],
+      ]);
+      // Merging merged reports (shards of workers) keeps adding.
+      expect(mergeReports([{ ...m, part: { index: 0, count: 2 } }, { ...m, part: { index: 1, count: 2 } }]).simulator).toMatchObject({ cpu_percent: 43, cpu_percent_total: 169, processes: 4 });
+    });
+  });
 });
 
 describe("worker processes", () => {
