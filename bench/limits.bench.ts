@@ -62,11 +62,12 @@ interface Tick {
   hits: Record<string, number>;
 }
 
-async function tick(srv: Proc): Promise<Tick> {
+/** `scrape`: read /metrics too (it costs the server a readdir of its 10,000 fds: not every second). */
+async function tick(srv: Proc, scrape: boolean): Promise<Tick> {
   const pid = srv.child.pid as number;
   const [health, metrics, rss, fds] = await Promise.all([
     get(srv.port, "/healthz").then((t) => JSON.parse(t) as { heldPolls: number }).catch(() => ({ heldPolls: Number.NaN })),
-    get(srv.port, "/metrics").catch(() => ""),
+    scrape ? get(srv.port, "/metrics").catch(() => "") : "",
     rssOf(pid),
     fdsOf(pid),
   ]);
@@ -118,6 +119,22 @@ function latencies(samples: Sample[], from: number, to: number): string {
   return parts.join("\n  ");
 }
 
+/** TcpExt ListenOverflows + ListenDrops of this network namespace: SYNs or handshakes a full accept queue dropped. */
+async function listenDrops(): Promise<number> {
+  const { readFile } = await import("node:fs/promises");
+  const lines = (await readFile("/proc/net/netstat", "utf8")).split("\n").filter((l) => l.startsWith("TcpExt:"));
+  const names = (lines[0] ?? "").split(" ");
+  const values = (lines[1] ?? "").split(" ");
+  return ["ListenOverflows", "ListenDrops"].reduce((a, n) => a + Number(values[names.indexOf(n)] ?? 0), 0);
+}
+
+/** CPU seconds (user + system) a process used so far (Linux /proc). */
+async function cpuOf(pid: number): Promise<number> {
+  const { readFile } = await import("node:fs/promises");
+  const f = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.split(" ") ?? [];
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
 const sum = (a: number[]): number => a.reduce((x, y) => x + y, 0);
 const addUp = (into: number[], a: number[]): void => a.forEach((v, i) => (into[i] = (into[i] ?? 0) + v));
 
@@ -134,8 +151,8 @@ async function hold(): Promise<void> {
     srv = await startServer(dir, ADMIN);
     const server = srv;
     const monitor = (async () => {
-      while (monitoring) {
-        ticks.push(await tick(server));
+      for (let i = 0; monitoring; i++) {
+        ticks.push(await tick(server, i % 5 === 0));
         await sleep(1000);
       }
     })();
@@ -157,7 +174,9 @@ async function hold(): Promise<void> {
     children.push(normal);
     const calm = Date.now();
     await sleep(10_000);
-    const before = await tick(srv);
+    const before = await tick(srv, false);
+    const dropsBefore = await listenDrops();
+    const cpuBefore = await cpuOf(srv.child.pid as number);
     // Attackers: PROCS processes, each with its share of the addresses 127.5.0.k.
     const attackStart = Date.now();
     const attackers: ChildProcess[] = [];
@@ -171,11 +190,15 @@ async function hold(): Promise<void> {
     children.push(...attackers);
     await sleep(ATTACK_SECONDS * 1000);
     const attackEnd = Date.now();
+    const drops = (await listenDrops()) - dropsBefore;
+    const cpuServer = (await cpuOf(srv.child.pid as number)) - cpuBefore;
+    const cpuAttackers = sum(await Promise.all(attackers.map((a) => cpuOf(a.pid as number))));
     const reports = await Promise.all(attackers.map((a) => ask<Report>(a, "report")));
     const samples = await ask<Sample[]>(normal, "report");
     monitoring = false;
     await monitor;
-    const during = ticks.filter((k) => k.t >= attackStart && k.t <= attackEnd);
+    ticks.push(await tick(srv, true));
+    const during = ticks.filter((k) => k.t >= attackStart && k.t <= attackEnd + 2000);
     const after = ticks.at(-1) as Tick;
 
     process.stdout.write(`\n-- hold: ${POLLS} polls + ${perAddress * ATTACK_ADDRESSES} slow-body attackers from ${ATTACK_ADDRESSES} addresses (${perAddress} each), ${ATTACK_SECONDS} s --\n`);
@@ -203,8 +226,11 @@ async function hold(): Promise<void> {
       `  408 after ${percentile(after408, 0).toFixed(0)} ms (min), ${percentile(after408, 50).toFixed(0)} ms (median), ${(after408.at(-1) ?? Number.NaN).toFixed(0)} ms (max) from connect\n`,
     );
     process.stdout.write(`  other outcomes: ${JSON.stringify(other)}\n`);
+    figure("connection attempts dropped by a full accept queue (TcpExt ListenOverflows + ListenDrops)", drops, "");
     figure("held polls at the end of the attack", after.held, `(of ${POLLS}; lowest during the attack ${Math.min(...during.map((k) => k.held))})`);
     figure("server open connections, highest during the attack", Math.max(...during.map((k) => k.open).filter(Number.isFinite)), "");
+    figure("server CPU during the attack", cpuServer / ATTACK_SECONDS, "cores");
+    figure("attacker processes' CPU during the attack", cpuAttackers / ATTACK_SECONDS, "cores (same 2-core machine)");
     figure("server RSS before the attack", before.rss / 2 ** 20, "MiB");
     figure("server RSS, highest during the attack", Math.max(...during.map((k) => k.rss)) / 2 ** 20, "MiB");
     figure("server fds before the attack", before.fds, "");
