@@ -1,5 +1,6 @@
 /** `blockkit server`: run the service (accounts: users.ts). */
 import type { Command } from "commander";
+import { StartCancelled } from "../protocol/lifecycle.js";
 import { programLogger } from "./logger.js";
 import { CliError } from "./errors.js";
 import { dbUrl, duration, logLevel, networks, port, positiveNumber, storeLocation, url } from "./options.js";
@@ -85,10 +86,11 @@ export function registerServer(program: Command): void {
       );
       let started: Awaited<ReturnType<typeof server.start>>;
       try {
+        // A failed start (a port in use) has closed what it opened (the store) when it rejects.
         started = await server.start();
       } catch (err) {
-        // A port in use: close what was opened (the store) before the process exits.
-        await server.stop().catch(() => undefined);
+        // SIGINT/SIGTERM during start: the signal handler's stop() ends the process once it is done.
+        if (err instanceof StartCancelled) return;
         throw err;
       }
       const out = [

@@ -1,8 +1,9 @@
 /**
  * The server's controller: owns start-up and shutdown of the store, the bus, every service and both
- * listeners. `init()` builds everything without listening (tests use `api.inject()`); `start()`
- * also listens; `stop()` answers held polls, drains requests, commits what was accepted and closes
- * the store.
+ * listeners, as one list of parts (protocol/lifecycle.ts): started in order, stopped in reverse,
+ * each stop isolated. `init()` builds everything without listening (tests use `api.inject()`);
+ * `start()` also listens; `stop()` answers held polls, drains requests, commits what was accepted,
+ * closes the store and logs `stopped`.
  */
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -32,6 +33,7 @@ import type { PostgresStore } from "./store/postgres/index.js";
 import type { Store } from "./store/types.js";
 import { StoreHealth } from "./services/store-health.js";
 import type { OutboundPolicyOptions } from "./services/outbound-policy.js";
+import { Lifecycle, type Part } from "../protocol/lifecycle.js";
 
 export interface ServerOptions {
   host?: string;
@@ -95,44 +97,121 @@ export class BlockkitServer {
   services!: Services;
   api!: FastifyInstance;
   stream!: FastifyInstance;
-  private initialised = false;
-  private stopping: Promise<void> | null = null;
+  private lifecycle: Lifecycle | null = null;
+  private firstUser: FirstUser | null = null;
+  private urls: StartedServer | null = null;
+  private readonly log: Logger;
 
-  constructor(readonly options: ServerOptions = {}) {}
+  constructor(readonly options: ServerOptions = {}) {
+    this.log = options.logger ?? pino({ level: options.logLevel ?? "info", base: { name: "blockkit" } });
+  }
 
   /** Builds the store, services and apps without listening. Returns the first user when it created one. */
   async init(): Promise<FirstUser | null> {
-    await this.build();
-    return this.ensureFirstUser();
+    await this.run(false);
+    return this.firstUser;
   }
 
-  /** The store, services and apps, without the first user. */
-  private async build(): Promise<void> {
-    if (this.initialised) throw new Error("BlockkitServer.init() called twice");
-    this.initialised = true;
+  /**
+   * Builds and listens on both ports; the first user of an empty database is created only then,
+   * so a start that fails (a port in use) leaves no account whose credentials nobody saw. A failed
+   * start closes what it had opened (the store first of all) before it rejects.
+   */
+  async start(): Promise<StartedServer> {
+    await this.run(true);
+    return { ...(this.urls as StartedServer), firstUser: this.firstUser };
+  }
+
+  /**
+   * Answers held polls, drains requests, commits what was accepted and closes the store, then logs
+   * `stopped`. During a start, cancels it (start() rejects with StartCancelled). Each part is
+   * stopped even when another one's stop threw; those errors come back together as a StopError.
+   */
+  stop(): Promise<void> {
+    if (!this.lifecycle) this.lifecycle = new Lifecycle(this.log);
+    return this.lifecycle.stop();
+  }
+
+  private run(listen: boolean): Promise<void> {
+    if (this.lifecycle) return Promise.reject(new Error("BlockkitServer: init() or start() called twice, or after stop()"));
+    this.lifecycle = new Lifecycle(this.log).add(...this.parts(listen));
+    return this.lifecycle.start();
+  }
+
+  /**
+   * The server's parts in start order; they stop in the reverse order: listeners keep accepting
+   * until held polls were answered, the ingest batch commits before the store closes.
+   */
+  private parts(listen: boolean): Part[] {
     const o = this.options;
-    const log = o.logger ?? pino({ level: o.logLevel ?? "info", base: { name: "blockkit" } });
+    const log = this.log;
+    let store: Store;
+    let bus: Bus;
+    const s = (): Services => this.services;
+    const parts: Part[] = [
+      {
+        name: "store",
+        start: async () => {
+          store =
+            o.store ??
+            (await openStore(o.db ?? `sqlite:${o.dataDir ?? "./data"}`, {
+              retentionMs: o.retentionMs ?? null,
+              onError: (err) => log.error({ err, module: "srv:store" }, "the ingest thread failed: block events are refused until restart"),
+              warn: (message) => log.warn({ module: "srv:store" }, message),
+            }));
+        },
+        stop: () => store.close(),
+      },
+      {
+        name: "bus",
+        start: async () => {
+          if (!o.bus && store.kind === "postgres" && o.db !== undefined) {
+            // Several instances on one database: the Bus goes through PostgreSQL (LISTEN/NOTIFY).
+            const pgBus = new PgBus(o.db, (store as PostgresStore).pool, log.child({ module: "srv:bus" }));
+            bus = pgBus;
+            await pgBus.start();
+          } else bus = o.bus ?? new LocalBus();
+        },
+        stop: () => bus.close(),
+      },
+      // Constructors only assign: nothing to stop here.
+      { name: "services", start: () => void (this.services = this.wire(store, bus)) },
+      { name: "auth", start: () => s().auth.start(), stop: () => s().auth.stop() },
+      { name: "rate limiter", start: () => s().rateLimiter.start(), stop: () => s().rateLimiter.stop() },
+      // Loads the session key: before any request can arrive (nothing listens yet).
+      { name: "accounts", start: () => s().accounts.start(), stop: () => s().accounts.stop() },
+      { name: "ingest", start: () => s().ingest.start(), stop: () => s().ingest.stop() },
+      {
+        // Closing the apps closes the listeners: after every held request below was answered.
+        name: "apps",
+        start: async () => {
+          this.stream = await buildStreamApp(this.services);
+          this.api = await buildApiApp(this.services, this.stream);
+          await Promise.all([this.api.ready(), this.stream.ready()]);
+        },
+        stop: () => Promise.all([this.api.close(), this.stream.close()]),
+      },
+      { name: "automation", start: () => s().automation.start(), stop: () => s().automation.stop() },
+      { name: "live stream", start: () => s().stream.start(), stop: () => s().stream.stop() },
+      { name: "activation", stop: () => s().activation.stop() },
+      // Answers held polls first when stopping, so that closing the listeners does not wait for their holds.
+      { name: "commands", start: () => s().commands.start(), stop: () => s().commands.stop() },
+    ];
+    if (listen) parts.push({ name: "listeners", start: () => this.listen() });
+    parts.push({
+      name: "first user",
+      start: async () => {
+        this.firstUser = await this.ensureFirstUser();
+      },
+    });
+    return parts;
+  }
+
+  /** Every service, wired; nothing is started. */
+  private wire(store: Store, bus: Bus): Services {
+    const o = this.options;
+    const log = this.log;
     const clock = o.clock ?? Date.now;
-    const store =
-      o.store ??
-      (await openStore(o.db ?? `sqlite:${o.dataDir ?? "./data"}`, {
-        retentionMs: o.retentionMs ?? null,
-        onError: (err) => log.error({ err, module: "srv:store" }, "the ingest thread failed: block events are refused until restart"),
-        warn: (message) => log.warn({ module: "srv:store" }, message),
-      }));
-    let bus = o.bus;
-    if (!bus && store.kind === "postgres" && o.db !== undefined) {
-      // Several instances on one database: the Bus goes through PostgreSQL (LISTEN/NOTIFY).
-      const pgBus = new PgBus(o.db, (store as PostgresStore).pool, log.child({ module: "srv:bus" }));
-      try {
-        await pgBus.start();
-      } catch (err) {
-        await store.close();
-        throw err;
-      }
-      bus = pgBus;
-    }
-    bus ??= new LocalBus();
     const holdMs = (o.pollHoldSeconds ?? 30) * 1000;
     const auth = new AuthService(store, clock, bus);
     const limits = new Limits(o.limits ?? {}, log.child({ module: "srv:limits" }), clock);
@@ -179,28 +258,14 @@ export class BlockkitServer {
         rules: { shared: store.kind === "postgres", ...o.automation?.rules },
       }),
     };
-    this.services = { ...withAutomation, metrics: new ServerMetrics(withAutomation) };
+    const services = { ...withAutomation, metrics: new ServerMetrics(withAutomation) };
     core.ingest.onCommitted(events.onCommitted);
-    this.services.automation.engine.onRun((userId, rid, ok, firedAt) => events.rule(userId, rid, ok, firedAt));
-    this.stream = await buildStreamApp(this.services);
-    this.api = await buildApiApp(this.services, this.stream);
-    await Promise.all([this.api.ready(), this.stream.ready()]);
-    rateLimiter.start();
-    auth.start();
-    // Loads the session key: before any request can arrive (nothing listens yet).
-    await this.services.accounts.start();
-    this.services.ingest.start();
-    this.services.stream.start();
-    commands.start();
-    await this.services.automation.start();
+    services.automation.engine.onRun((userId, rid, ok, firedAt) => events.rule(userId, rid, ok, firedAt));
+    return services;
   }
 
-  /**
-   * Builds and listens on both ports; the first user of an empty database is created only then,
-   * so a start that fails (a port in use) leaves no account whose credentials nobody saw.
-   */
-  async start(): Promise<StartedServer> {
-    await this.build();
+  /** Listens on both ports and records the URLs. */
+  private async listen(): Promise<void> {
     const host = this.options.host ?? "127.0.0.1";
     const port = this.options.port ?? 8000;
     await this.api.listen({ host, port });
@@ -216,30 +281,7 @@ export class BlockkitServer {
     const streamUrl = `http://${shown.includes(":") ? `[${shown}]` : shown}:${realStreamPort}`;
     Object.assign(this.services.settings, { baseUrl: `${authUrl}${REST_PREFIX}`, authUrl, streamUrl });
     this.services.limits.logOpenFiles();
-    const firstUser = await this.ensureFirstUser();
-    return { baseUrl: `${authUrl}${REST_PREFIX}`, authUrl, streamUrl, firstUser };
-  }
-
-  stop(): Promise<void> {
-    this.stopping ??= this.shutdown();
-    return this.stopping;
-  }
-
-  private async shutdown(): Promise<void> {
-    if (!this.initialised) return;
-    const s = this.services;
-    // Answer held polls first so that closing the listeners does not wait for their holds.
-    s.commands.stop();
-    s.activation.stop();
-    s.stream.stop();
-    await s.automation.stop();
-    await Promise.all([this.api.close(), this.stream.close()]);
-    await s.ingest.stop();
-    s.rateLimiter.stop();
-    s.accounts.stop();
-    s.auth.stop();
-    await s.bus.close();
-    await s.store.close();
+    this.urls = { baseUrl: `${authUrl}${REST_PREFIX}`, authUrl, streamUrl, firstUser: null };
   }
 
   private async ensureFirstUser(): Promise<FirstUser | null> {

@@ -1,0 +1,44 @@
+/**
+ * The real `blockkit server` process stopped during its start: SIGTERM while the store is still
+ * opening (a PostgreSQL peer that accepts the connection and never answers) exits 0 at once, with
+ * `stopped` logged, instead of waiting for the connection's timeout or dying on the signal.
+ */
+import { once } from "node:events";
+import { createServer, type Server, type Socket } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { type CliProcess, freePort, spawnCli, stopProcess } from "../helpers/process.js";
+
+let mute: Server | null = null;
+const sockets: Socket[] = [];
+let proc: CliProcess | null = null;
+
+afterEach(async () => {
+  if (proc) await stopProcess(proc, "SIGKILL");
+  proc = null;
+  for (const s of sockets.splice(0)) s.destroy();
+  if (mute) await new Promise((done) => mute?.close(done));
+  mute = null;
+});
+
+describe("blockkit server stopped during start", () => {
+  it("SIGTERM while the store connects: exit 0 well before the connection timeout, `stopped` logged", async () => {
+    mute = createServer((s) => void sockets.push(s));
+    mute.listen(0, "127.0.0.1");
+    await once(mute, "listening");
+    const pgPort = (mute.address() as { port: number }).port;
+    const connected = once(mute, "connection");
+    proc = spawnCli(["server", "--port", String(await freePort()), "--db", `postgres://blockkit@127.0.0.1:${pgPort}/blockkit`], {
+      BLOCKKIT_LOG_FORMAT: "json",
+    });
+    // The store's first connection reached the peer: the process is inside its start.
+    await connected;
+    const began = Date.now();
+    const code = await stopProcess(proc, "SIGTERM", 4_000);
+    expect(code).toBe(0);
+    // The pool's own connection timeout is 5 s: the stop did not wait for it.
+    expect(Date.now() - began).toBeLessThan(4_000);
+    expect(proc.stderr.some((l) => /"msg":"stopping"/.test(l))).toBe(true);
+    expect(proc.stderr.at(-1)).toMatch(/"msg":"stopped"/);
+    expect(proc.stdout.join("\n")).not.toMatch(/ready/);
+  });
+});
