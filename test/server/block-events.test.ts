@@ -2,6 +2,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { OK, asBlock, asUser, expectRefused, freshNode } from "../helpers/core.js";
 import { type TestServer, startTestServer } from "../helpers/server.js";
+import { TOUCH_EVERY_MS } from "../../server/services/ingest.js";
 
 type Dev = { guid?: string; device_type: string; default_name: string; shortName: string; is_sensor: number; is_actuator: number; has_time_series: number; meta: Record<string, unknown>; last_data: { DA: unknown; timestamp: number | null } };
 
@@ -80,13 +81,17 @@ describe("block events", () => {
     expect((await device(guid)).last_data).toEqual({ DA: null, timestamp: null });
   });
 
-  it("last_active of the block follows its events", async () => {
+  it("last_active of the block follows its events, recorded at most every TOUCH_EVERY_MS", async () => {
     const base = Date.now() + 86_400_000;
     vi.useFakeTimers({ toFake: ["Date"] });
     vi.setSystemTime(base);
     await asBlock(t, NODE, bt, "data", { G: "0", V: 0, D: 9, DA: "1" });
     const first = (await asUser<{ data: { last_active: number } }>(t, "GET", `/block/${NODE}`)).body.data.last_active;
     expect(first).toBe(base);
+    // Within TOUCH_EVERY_MS of the last touch the block's row is not rewritten.
+    vi.setSystemTime(base + TOUCH_EVERY_MS - 1);
+    await asBlock(t, NODE, bt, "data", { G: "0", V: 0, D: 9, DA: "1" });
+    expect((await asUser<{ data: { last_active: number } }>(t, "GET", `/block/${NODE}`)).body.data.last_active).toBe(base);
     vi.setSystemTime(base + 3_600_000);
     await asBlock(t, NODE, bt, "heartbeat", [{ G: "0", V: 0, D: 9, DA: "2" }]);
     const second = (await asUser<{ data: { last_active: number } }>(t, "GET", `/block/${NODE}`)).body.data.last_active;
