@@ -5,6 +5,7 @@
  *    both), and the cross-instance command latency with one poll held;
  *  - polls: the cross-instance command latency (PUT on A -> the poll held on B answered) with
  *    BENCH_POLLS (default 10,000) polls held over two instances, renewed as blocks renew them;
+ *  - wal: WAL pages one SQLite ingest commit writes (keys, block touches), in this process;
  *  - fleet: `blockkit sim` with N blocks × 1 reading/s against one SQLite server, two and three
  *    instances on PostgreSQL (BENCH_FLEET, e.g. "sqlite:20000,pg2:10000,pg3:10000"): acknowledged
  *    against offered, ack p50/p99, the CPU of every process (simulator processes, each server,
@@ -294,6 +295,26 @@ function postgresPids(): number[] {
     .map(Number);
 }
 
+/**
+ * Per thread of a process (Linux /proc/PID/task/TID/schedstat): ms on a CPU and ms runnable but
+ * waiting for one; `ingest`: the SQLite ingest thread (the one that lowered its priority).
+ */
+function threads(pid: number): { main: [number, number]; ingest: [number, number] | null; others: [number, number] } {
+  const out = { main: [0, 0] as [number, number], ingest: null as [number, number] | null, others: [0, 0] as [number, number] };
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const [run = 0, wait = 0] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ").map((v) => Number(v) / 1e6);
+      const nice = Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8").split(") ")[1]?.split(" ")[16]);
+      if (Number(tid) === pid) out.main = [run, wait];
+      else if (nice > 0) out.ingest = [run, wait];
+      else out.others = [out.others[0] + run, out.others[1] + wait];
+    }
+  } catch {
+    // gone
+  }
+  return out;
+}
+
 interface Commits {
   sum: number;
   count: number;
@@ -371,7 +392,7 @@ async function fleetPart(dir: string, spec: string): Promise<void> {
     const child = spawn(process.execPath, args, { cwd: root, stdio: ["ignore", "ignore", "pipe"] });
     sim = child;
     const serverPids = servers.map((s) => s.child.pid as number);
-    type Snap = { at: number; sim: Map<number, number>; servers: number[]; pg: number; commits: Commits[] };
+    type Snap = { at: number; sim: Map<number, number>; servers: number[]; threads: ReturnType<typeof threads>[]; pg: number; commits: Commits[] };
     const snap = async (): Promise<Snap> => {
       const at = performance.now();
       const simCpu = new Map<number, number>();
@@ -380,6 +401,7 @@ async function fleetPart(dir: string, spec: string): Promise<void> {
         at,
         sim: simCpu,
         servers: serverPids.map(cpuMs),
+        threads: serverPids.map(threads),
         pg: postgresPids().reduce((t, pid) => t + (cpuMs(pid) || 0), 0),
         commits: await Promise.all(servers.map((s) => commits(s.port))),
       };
@@ -433,6 +455,12 @@ async function fleetPart(dir: string, spec: string): Promise<void> {
     servers.forEach((_s, i) => {
       const c = commitFigures(f.commits[i] as Commits, t.commits[i] as Commits);
       figure(`  server ${i + 1} CPU`, pct(f.servers[i] as number, t.servers[i] as number), `% of one core; commits: mean ${c.meanMs.toFixed(1)} ms, 90 % ${c.p90}, ${c.perBatch.toFixed(0)} events each`);
+      // Where the server's threads spent the window: on a CPU, or runnable and waiting for one.
+      const a = f.threads[i] as ReturnType<typeof threads>;
+      const b = t.threads[i] as ReturnType<typeof threads>;
+      const part = (name: string, x: [number, number] | null, y: [number, number] | null): string =>
+        x && y ? `${name} ${pct(x[0], y[0]).toFixed(0)} % on a CPU, ${pct(x[1], y[1]).toFixed(0)} % waiting for one` : "";
+      process.stdout.write(`    threads: ${[part("event loop", a.main, b.main), part("ingest thread", a.ingest, b.ingest), part("others", a.others, b.others)].filter(Boolean).join("; ")}\n`);
     });
     if (db) figure("  PostgreSQL CPU, all its processes", pct(f.pg, t.pg), "% of one core");
     process.stdout.write(`  the simulator says: limited by ${report.simulator.bottleneck} (${report.simulator.reason})\n`);
@@ -446,10 +474,64 @@ async function fleetPart(dir: string, spec: string): Promise<void> {
   }
 }
 
+/**
+ * What one SQLite ingest commit writes: WAL pages per commit of a batch of readings from distinct
+ * blocks of a 10,000-block fleet (one device each), with and without idempotency keys and block
+ * touches (automatic checkpoints off, so the WAL only grows). Each distinct row a commit changes is
+ * a page; pages are what the ingest thread writes, flushes and later checkpoints.
+ */
+async function walPart(dir: string): Promise<void> {
+  const { statSync } = await import("node:fs");
+  const { openSqliteStore } = await import("../server/store/sqlite/index.js");
+  const blocks = 10_000;
+  const node = (i: number): string => `WALP${String(i).padStart(8, "0")}`;
+  process.stdout.write(`\nSQLite ingest: WAL pages per commit, readings from distinct blocks of ${blocks} (1 device each):\n`);
+  let baseline = Number.NaN;
+  for (const batchSize of [60, 300]) {
+    for (const [label, keys, touchShare] of [
+      ["readings only", false, 0],
+      ["+ idempotency keys", true, 0],
+      ["+ keys + touch on every event (last_active every second)", true, 1],
+      ["+ keys + touch on one event in 10 (every 10 s)", true, 0.1],
+    ] as const) {
+      const store = openSqliteStore({ dataDir: join(dir, `wal-${batchSize}-${label.length}-${touchShare}`), ingestThread: false });
+      try {
+        store.db.prepare("INSERT INTO users (id, name, created) VALUES (1, 'u', 0)").run();
+        let ts = Date.now();
+        let k = 0;
+        const ev = (i: number, touch: boolean) => ({
+          kind: "data" as const, userId: 1, node: node(i), guid: `${node(i)}_1_0_9`, G: "1", V: 0, D: 9, DA: "21.5", num: 21.5, ts,
+          ...(keys ? { key: `k${k++}` } : {}),
+          ...(touch ? { touch: ts } : {}),
+        });
+        for (let i = 0; i < blocks; i += 1000) await store.events.commit(Array.from({ length: 1000 }, (_, j) => ev(i + j, true)));
+        store.db.pragma("wal_checkpoint(TRUNCATE)");
+        store.db.pragma("wal_autocheckpoint = 0");
+        const wal = join(dir, `wal-${batchSize}-${label.length}-${touchShare}`, "blockkit.db-wal");
+        const rounds = 200;
+        const before = statSync(wal).size;
+        for (let r = 0; r < rounds; r++) {
+          ts += 1;
+          const picked = new Set<number>();
+          while (picked.size < batchSize) picked.add(Math.floor(Math.random() * blocks));
+          await store.events.commit([...picked].map((i) => ev(i, Math.random() < touchShare)));
+        }
+        const pageSize = store.db.pragma("page_size", { simple: true }) as number;
+        const pages = (statSync(wal).size - before) / (pageSize + 24) / rounds;
+        if (label === "readings only" && batchSize === 60) baseline = pages;
+        figure(`  ${batchSize} readings, ${label}`, pages, "WAL pages per commit", { name: "readings only, 60", value: baseline });
+      } finally {
+        await store.close();
+      }
+    }
+  }
+}
+
 async function main(): Promise<void> {
   process.stdout.write(`machine: ${machine()}\n`);
   const dir = mkdtempSync(join(tmpdir(), "bk-bench-scaleout-"));
   try {
+    if (PARTS.includes("wal")) await walPart(dir);
     if (PARTS.includes("ingest")) await ingestPart(dir);
     if (PARTS.includes("polls")) await pollsPart(dir);
     if (PARTS.includes("fleet")) for (const spec of FLEET) await fleetPart(dir, spec);
