@@ -14,9 +14,11 @@ import swaggerUi from "@fastify/swagger-ui";
 import type { TSchema } from "@sinclair/typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from "fastify";
 import { CallbackDelivery, ErrorEnvelope, okEnvelope } from "../../protocol/responses.js";
+import { WIRE_INTEGER, WIRE_NUMBER } from "../../protocol/payloads.js";
 import { BLOCKKIT_VERSION } from "../../protocol/version.js";
 import { SESSION_COOKIE } from "../services/accounts/sessions.js";
 import { CSRF_HEADER } from "./session-auth.js";
+import { ICON } from "./pages/assets.js";
 
 /** Where the reference is served on the API listener. */
 export const DOCS_PREFIX = "/docs";
@@ -295,9 +297,12 @@ export async function installDocs(app: FastifyInstance, o: DocsOptions = {}): Pr
     stripBasePath: false,
     hideUntagged: false,
     // Shared schemas keep their own names in components.schemas ("ErrorEnvelope", not "def-0").
-    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === "string" ? json.$id : `def-${i}`) },
+    refResolver: {
+      buildLocalReference: (json: Record<string, unknown>, _base: unknown, _fragment: string, i: number) => (typeof json.$id === "string" ? json.$id : `def-${i}`),
+    },
     transform: transform as never,
-  });
+    transformObject: ({ openapiObject }: { openapiObject: unknown }) => withWireTypes(openapiObject) as never,
+  } as never);
   if (!o.ui) return;
   const ui = o.ui;
   void app.register(swaggerUi, {
@@ -305,11 +310,41 @@ export async function installDocs(app: FastifyInstance, o: DocsOptions = {}): Pr
     // Nothing leaves the server: no validator badge (it would call an outside service).
     uiConfig: { validatorUrl: null, deepLinking: true, docExpansion: "list", defaultModelsExpandDepth: 0 } as never,
     staticCSP: docsPolicy(),
+    logo: { type: "image/svg+xml", content: ICON },
+    theme: { title: "blockkit API reference" },
+    // The pages' other security headers (pages/layout.ts), on the reference and its assets too.
+    uiHooks: {
+      onRequest: (_request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+        void reply.header("x-content-type-options", "nosniff").header("referrer-policy", "no-referrer").header("x-frame-options", "DENY");
+        done();
+      },
+    },
     // The served document names this server itself (relative URLs), and the stream listener's real address.
     transformSpecification: (_spec: Record<string, unknown>, _request: FastifyRequest, _reply: FastifyReply) =>
       servedSpec(ui.stream ? openapiDocument(app, ui.stream) : structuredClone(app.swagger() as unknown as Record<string, unknown>), ui.streamUrl()),
     transformSpecificationClone: false,
   });
+}
+
+/**
+ * The wire-number keywords (protocol/payloads.ts) are the server's own validator keywords, unknown
+ * to OpenAPI tools: each gets the `anyOf` of what it accepts, so a reader and a generated client see
+ * "an integer, or a string of digits".
+ */
+function withWireTypes(node: unknown): unknown {
+  if (Array.isArray(node)) node.forEach(withWireTypes);
+  else if (node !== null && typeof node === "object") {
+    const o = node as Record<string, unknown>;
+    const int = o[WIRE_INTEGER] as { maximum: number } | undefined;
+    const num = o[WIRE_NUMBER] as { maximum: number } | undefined;
+    if (int && o.anyOf === undefined) {
+      o.anyOf = [{ type: "integer", minimum: 0, maximum: int.maximum }, { type: "string", pattern: "^[0-9]{1,15}$" }];
+    } else if (num && o.anyOf === undefined) {
+      o.anyOf = [{ type: "number", minimum: 0, maximum: num.maximum }, { type: "string", pattern: "^[0-9]{1,15}(\\.[0-9]{1,15})?$" }];
+    }
+    Object.values(o).forEach(withWireTypes);
+  }
+  return node;
 }
 
 /** Content-Security-Policy of the reference's page and assets: this origin only, no inline script. */

@@ -40,7 +40,7 @@ ul.list>li:first-child{border-top:none}
 @media (max-width:30rem){main{padding:.75rem}.actions button{flex:1 1 auto}}
 `;
 
-const ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#17324d"/><rect x="4" y="4" width="8" height="8" rx="1" fill="#2f7ad1"/></svg>`;
+export const ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#17324d"/><rect x="4" y="4" width="8" height="8" rx="1" fill="#2f7ad1"/></svg>`;
 
 export function assetRoutes(app: FastifyInstance): void {
   app.get("/assets/style.css", { schema: pageDoc({ summary: "The pages' stylesheet", description: "Cached for an hour.", ok: { 200: { description: "CSS.", type: "text/css" } } }) }, async (_request, reply) => {
