@@ -8,7 +8,8 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { Ajv } from "ajv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DOCS_PREFIX, docsPolicy, openapiDocument } from "../../server/http/openapi.js";
+import Fastify from "fastify";
+import { DOCS_PREFIX, doc as routeDoc, docsPolicy, installDocs, openapiDocument } from "../../server/http/openapi.js";
 import { REFERENCE_COMMAND, REFERENCE_PATH, referenceText } from "../../server/reference.js";
 import { asBlock, asUser, freshNode } from "../helpers/core.js";
 import { type TestServer, startTestServer } from "../helpers/server.js";
@@ -123,12 +124,24 @@ describe("the API reference", () => {
     check("get", "/healthz", 200, JSON.parse((await t.server.api.inject({ method: "GET", url: "/healthz" })).body));
   });
 
+  it("refuses a route that would serialise with a response schema (it would change what the route sends)", async () => {
+    const app = Fastify();
+    await installDocs(app);
+    app.get("/x", { schema: { ...routeDoc({ tag: "Operations", summary: "x", description: "an example route", ok: { 200: { description: "ok" } } }) } }, () => ({ a: 1 }));
+    app.get("/y", { schema: { response: { 200: { type: "object", properties: {} } } } }, () => ({ a: 1 }));
+    await app.ready();
+    expect(() => app.swagger()).toThrow(/GET \/y: a fastify response schema changes what the route sends/);
+    await app.close();
+  });
+
   it("serves the reference at /docs from the package's assets, with nothing from another origin", async () => {
     const get = (url: string) => t.server.api.inject({ method: "GET", url });
     const page = await get(DOCS_PREFIX);
     expect(page.statusCode).toBe(200);
     expect(page.headers["content-type"]).toMatch(/^text\/html/);
     expect(page.headers["content-security-policy"]).toBe(docsPolicy());
+    expect(page.headers["x-content-type-options"]).toBe("nosniff");
+    expect(page.headers["x-frame-options"]).toBe("DENY");
     // The policy names no other origin: whatever the UI's script holds, a browser fetches nothing elsewhere.
     expect(docsPolicy()).not.toMatch(/https?:|\*|\/\//);
     const refs = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string);
