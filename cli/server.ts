@@ -21,6 +21,7 @@ interface ServerFlags {
   pollHold: number;
   logLevel: string;
   retention?: number;
+  lease: number;
 }
 
 export function registerServer(program: Command): void {
@@ -36,6 +37,12 @@ export function registerServer(program: Command): void {
     .option("--smtp-url <url>", "SMTP server for the sendEmail action", url)
     .option("--sms-url <url>", "SMS gateway (HTTP POST of {to, body})", url)
     .option("--retention <duration>", "PostgreSQL: drop readings older than this, a month's partition at a time (e.g. 400d)", duration)
+    .option(
+      "--lease <seconds>",
+      "PostgreSQL: how long this instance's lease on a callback delivery or a rule run lasts unrenewed, i.e. how soon another instance takes over the work of one that died",
+      positiveNumber,
+      10,
+    )
     .option("--metrics-token <token>", "bearer token that opens GET /metrics to other addresses (default: BLOCKKIT_METRICS_TOKEN; none: loopback only)")
     .option(
       "--outbound-allow <networks>",
@@ -61,6 +68,7 @@ export function registerServer(program: Command): void {
         db,
         dataDir,
         retentionMs: flags.retention,
+        leaseMs: flags.lease * 1000,
         adminToken: flags.adminToken,
         smtpUrl: flags.smtpUrl,
         smsUrl: flags.smsUrl,

@@ -47,6 +47,12 @@ export interface ServerOptions {
   db?: string;
   /** PostgreSQL: readings older than this (ms) are dropped, a month's partition at a time. */
   retentionMs?: number;
+  /**
+   * Several instances (PostgreSQL): how long an instance's lease on a callback delivery or a rule
+   * run lasts unrenewed, ms, i.e. how soon another instance takes over the work of one that died.
+   * Default 10 000.
+   */
+  leaseMs?: number;
   /** A ready store (tests); overrides db. */
   store?: Store;
   bus?: Bus;
@@ -255,7 +261,8 @@ export class BlockkitServer {
         filesDir: join(o.dataDir ?? "./data", "files"),
         outbound: o.outbound,
         ...o.automation,
-        rules: { shared: store.kind === "postgres", ...o.automation?.rules },
+        callbacks: { leaseMs: o.leaseMs, ...o.automation?.callbacks },
+        rules: { shared: store.kind === "postgres", leaseMs: o.leaseMs, ...o.automation?.rules },
       }),
     };
     const services = { ...withAutomation, metrics: new ServerMetrics(withAutomation) };

@@ -30,6 +30,8 @@ const MAX_TOUCHED = 200_000;
 export interface CommittedEvent extends IngestEvent {
   deviceId: number;
   created: boolean;
+  /** A callback delivery of this event waits in the store's outbox (PostgreSQL). */
+  outboxed?: boolean;
 }
 
 export type CommitListener = (events: CommittedEvent[]) => void;
@@ -169,6 +171,7 @@ export class Ingest {
       const c = e as CommittedEvent;
       c.deviceId = r.deviceId;
       c.created = r.created;
+      if (r.outboxed) c.outboxed = true;
       committed.push(c);
     });
     this.stats.events += committed.length;

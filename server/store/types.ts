@@ -96,6 +96,8 @@ export interface IngestResult {
   deviceId: number;
   created: boolean;
   duplicate: boolean;
+  /** Its device's callback delivery was written to the durable outbox in this transaction (PostgreSQL). */
+  outboxed?: boolean;
 }
 
 export interface HistoryQuery {
@@ -358,6 +360,82 @@ export interface RulesRepo {
   runs(ruleId: number): Promise<RuleRunRow[]>;
 }
 
+/** A callback delivery leased from the durable outbox, with what its POST needs. */
+export interface OutboxDelivery {
+  id: number;
+  /** X-Blockkit-Delivery: the same on every attempt, on whichever instance. */
+  delivery: string;
+  device_id: number;
+  user_id: number;
+  attempts: number;
+  guid: string;
+  g: string;
+  v: number;
+  d: number;
+  node_id: string;
+  da: string;
+  ts: number;
+  url: string;
+  secret: string;
+}
+
+/**
+ * Callback deliveries kept in the store (PostgreSQL): written in the transaction of their event and
+ * leased by one instance at a time, so that a delivery survives the loss of the instance doing it.
+ * Only the head of each device's queue can be leased: one attempt per device at a time, in order.
+ */
+export interface CallbackOutbox {
+  /**
+   * Leases (to `lease`, until now + leaseMs) due heads of device queues whose lease is free or
+   * expired: at most `perUser` of one user, none of the users in `busy`, `limit` in all.
+   */
+  claim(lease: string, now: number, leaseMs: number, limit: number, perUser: number, busy: number[]): Promise<OutboxDelivery[]>;
+  /** Delivered or given up: gone. */
+  remove(id: number): Promise<void>;
+  /** Failed: due again at `nextAt`, lease released (any instance may retry it). */
+  retry(id: number, lease: string, attempts: number, nextAt: number): Promise<void>;
+  /** Drops the newest deliveries beyond the bounds (not leased ones); the counts per reason. */
+  trim(maxPerDevice: number, maxPerUser: number, maxTotal: number, now: number): Promise<{ device: number; user: number; total: number }>;
+  /** Extends the leases of these deliveries still held by `lease` (waiting for a slot or in flight). */
+  renew(lease: string, ids: number[], now: number, leaseMs: number): Promise<void>;
+  /** Deliveries waiting (leased or not). */
+  depth(): Promise<number>;
+}
+
+/** A rule run in progress, kept in the store (PostgreSQL) under a lease. */
+export interface RuleJobRow {
+  id: number;
+  rule_id: number;
+  fired_at: number;
+  cause: number[];
+  /** The first action not finished yet. */
+  step: number;
+  /** What the finished actions did (the run's history record). */
+  steps: unknown[];
+  /** When a sleep at `step` ends (a run taken over sleeps the rest only). */
+  sleep_until: number | null;
+}
+
+/**
+ * Runs of rules that survive the loss of the instance running them: a firing inserts a job leased
+ * to the instance that fired it; it records its progress after each action; an instance whose lease
+ * lapsed (killed) leaves the job to another one, which resumes at the first unfinished action.
+ */
+export interface RuleJobsRepo {
+  /**
+   * The firing of rule `ruleId` at `now` as a job leased to `lease`: null when the rule fired less
+   * than `timeoutMs` before (any instance) or is gone. Claims the timeout in the same statement.
+   */
+  fire(ruleId: number, now: number, timeoutMs: number, cause: readonly number[], lease: string, leaseMs: number): Promise<number | null>;
+  /** Records progress; false when the job is no longer leased to `lease` (taken over: stop). */
+  progress(id: number, lease: string, step: number, steps: unknown[], sleepUntil: number | null): Promise<boolean>;
+  finish(id: number): Promise<void>;
+  /** Extends the leases of these jobs still held by `lease` (runs in progress here). */
+  renew(lease: string, ids: number[], now: number, leaseMs: number): Promise<void>;
+  /** Leases up to `limit` jobs whose lease expired. */
+  takeOver(lease: string, now: number, leaseMs: number, limit: number): Promise<RuleJobRow[]>;
+}
+
 export interface SnapshotsRepo {
   /** Keeps the camera's latest upload; returns its sequence number. */
   put(deviceId: number, contentType: string, body: Buffer, now: number): Promise<number>;
@@ -382,5 +460,8 @@ export interface Store {
   subdevices: SubDevicesRepo;
   rules: RulesRepo;
   snapshots: SnapshotsRepo;
+  /** Durable callback deliveries and rule runs, leased across instances (PostgreSQL only). */
+  outbox?: CallbackOutbox;
+  ruleJobs?: RuleJobsRepo;
   close(): Promise<void>;
 }

@@ -9,16 +9,22 @@
  * at most `maxInFlightPerUser` attempts in flight. A user whose receiver never answers fills only
  * that user's share and holds only that many connections, each for at most `timeoutMs`; another
  * user's deliveries go on. Events beyond a bound are dropped and counted per reason.
+ *
+ * On a store with an outbox (PostgreSQL, several instances) the queues are fed from it instead of
+ * from the commit listener (callback-outbox.ts): a delivery is a row written with its event, leased
+ * by one instance, and taken over by another when the instance delivering it is lost. The bounds
+ * then apply to the rows waiting, and the attempt slots per user to each instance.
  */
 import { createHmac, randomUUID } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
 import { Agent, type Dispatcher } from "undici";
 import { type CallbackPayload, DELIVERY_HEADER, SIGNATURE_HEADER } from "../../../protocol/automation.js";
-import type { Store } from "../../store/types.js";
+import type { OutboxDelivery, Store } from "../../store/types.js";
 import { shownDA } from "../devices.js";
 import type { CommittedEvent } from "../ingest.js";
 import type { OutboundPolicy } from "../outbound-policy.js";
+import { OutboxFeeder } from "./callback-outbox.js";
 
 export interface CallbackOptions {
   /** Waits after each failed attempt, ms. Default 1, 2, 4, 8, 16, 32 s: 7 tries over about a minute. */
@@ -33,6 +39,11 @@ export interface CallbackOptions {
   maxPerDevice?: number;
   /** Attempts in flight at once for one user's callbacks. Default 8. */
   maxInFlightPerUser?: number;
+  /**
+   * With an outbox (PostgreSQL): how long this instance's lease on a delivery lasts without renewal,
+   * ms, i.e. how soon another instance takes over the deliveries of one that died. Default 10 000.
+   */
+  leaseMs?: number;
   /** undici dispatcher (tests); default a keep-alive pool owned (and closed) by the dispatcher. */
   dispatcher?: Dispatcher;
   /** Where deliveries may connect: the default pool connects through it (outbound-policy.ts). */
@@ -48,6 +59,8 @@ interface Item {
   id: string;
   body: string;
   attempts: number;
+  /** From the outbox: its row, and the callback read when it was leased. */
+  leased?: { row: number; url: string; secret: string };
 }
 
 interface DeviceQueue {
@@ -84,6 +97,7 @@ export class CallbackDispatcher {
   private readonly maxInFlightPerUser: number;
   private readonly dispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
+  private readonly feeder: OutboxFeeder | null = null;
   readonly stats = { delivered: 0, retries: 0, failed: 0, dropped: 0 };
   /** Drops per reason (`dropped` is their sum less `gave_up`, which `failed` counts). */
   readonly drops: Record<DropReason, number> = { queue_full: 0, user_queue_full: 0, device_queue_full: 0, gave_up: 0 };
@@ -106,11 +120,43 @@ export class CallbackDispatcher {
       new Agent({ connections: 64, keepAliveTimeout: 10_000, connect: { timeout: this.timeoutMs } });
     // Every delivery in flight listens to the one stop signal.
     setMaxListeners(0, this.abort.signal);
+    if (store.outbox) {
+      this.feeder = new OutboxFeeder(
+        store.outbox,
+        {
+          busy: () => [...this.users].filter(([, u]) => u.queued >= this.maxInFlightPerUser).map(([id]) => id),
+          held: () => [...this.queues.values()].flatMap((q) => q.items.map((i) => i.leased?.row ?? 0)).filter((id) => id > 0),
+          room: () => this.maxQueued - this.queued,
+          take: (rows) => this.takeLeased(rows),
+          trimmed: (n) => {
+            this.drops.device_queue_full += n.device;
+            this.drops.user_queue_full += n.user;
+            this.drops.queue_full += n.total;
+            this.stats.dropped += n.device + n.user + n.total;
+            this.log.warn({ ...n }, "callback outbox over its bounds: newest deliveries dropped");
+          },
+        },
+        log,
+        {
+          leaseMs: options.leaseMs ?? 10_000,
+          perUser: this.maxInFlightPerUser,
+          bounds: { perDevice: this.maxPerDevice, perUser: this.maxQueuedPerUser, total: this.maxQueued },
+          clock: Date.now,
+        },
+      );
+    }
+  }
+
+  /** With an outbox: starts leasing deliveries (this instance's and those other instances lost). */
+  start(): void {
+    this.feeder?.start();
   }
 
   /** Drops every waiting delivery, aborts those in flight and clears every timer. */
   async stop(): Promise<void> {
     this.stopped = true;
+    // Leased deliveries not finished stay in the outbox; their leases lapse and another instance sends them.
+    await this.feeder?.stop();
     this.abort.abort();
     for (const w of this.waits) {
       clearTimeout(w.timer);
@@ -128,6 +174,11 @@ export class CallbackDispatcher {
   /** Commit listener: queues a delivery for each data or heartbeat event of a device with a callback. */
   readonly onCommitted = (events: CommittedEvent[]): void => {
     if (this.stopped) return;
+    if (this.feeder) {
+      // The store wrote the deliveries with the events: lease them now rather than at the next poll.
+      if (events.some((e) => e.outboxed)) this.feeder.wake();
+      return;
+    }
     // Chained so that batches are looked at in commit order (per-device order).
     this.intake = this.intake.then(() => this.take(events)).catch((err: unknown) => this.log.error({ err }, "queueing callbacks failed"));
   };
@@ -187,6 +238,27 @@ export class CallbackDispatcher {
     }
   }
 
+  /** Deliveries leased from the outbox join the device queues (one per device: the head). */
+  private takeLeased(rows: OutboxDelivery[]): void {
+    for (const r of rows) {
+      const payload: CallbackPayload = {
+        GUID: r.guid,
+        G: r.g,
+        V: r.v,
+        D: r.d,
+        DA: shownDA({ v: r.v, d: r.d, last_da: r.da }) ?? r.da,
+        timestamp: r.ts,
+        node: r.node_id,
+      };
+      let q = this.queues.get(r.device_id);
+      if (!q) this.queues.set(r.device_id, (q = { userId: r.user_id, items: [], running: false }));
+      q.items.push({ id: r.delivery, body: JSON.stringify(payload), attempts: r.attempts, leased: { row: r.id, url: r.url, secret: r.secret } });
+      this.queued++;
+      this.share(r.user_id).queued++;
+      if (!q.running) void this.pump(r.device_id, q);
+    }
+  }
+
   private share(userId: number): UserShare {
     let u = this.users.get(userId);
     if (!u) this.users.set(userId, (u = { queued: 0, inFlight: 0, waiting: [] }));
@@ -235,6 +307,10 @@ export class CallbackDispatcher {
     try {
       while (q.items.length > 0 && !this.stopped) {
         const item = q.items[0] as Item;
+        if (item.leased) {
+          await this.leasedAttempt(deviceId, q, item);
+          continue;
+        }
         // Read again before every attempt: a callback deleted (or changed) meanwhile wins.
         const cb = await this.store.callbacks.get(deviceId);
         if (!cb) {
@@ -273,6 +349,40 @@ export class CallbackDispatcher {
     q.running = false;
     if (this.queues.get(deviceId) === q && q.items.length === 0) this.queues.delete(deviceId);
     if (this.queues.size === 0) this.wakeIdle();
+  }
+
+  /**
+   * One attempt of a delivery leased from the outbox. Its callback was read with the lease (a
+   * deleted callback takes its deliveries with it: ON DELETE CASCADE). A failure goes back to the
+   * outbox with its next time instead of waiting here, so that any instance may make the retry.
+   */
+  private async leasedAttempt(deviceId: number, q: DeviceQueue, item: Item): Promise<void> {
+    const { row, url, secret } = item.leased as NonNullable<Item["leased"]>;
+    item.attempts++;
+    await this.acquire(q.userId);
+    let ok: boolean;
+    try {
+      ok = this.stopped ? false : await this.attempt(url, secret, item);
+    } finally {
+      this.releaseSlot(q.userId);
+    }
+    if (this.stopped) return;
+    if (ok) {
+      this.stats.delivered++;
+      await this.feeder?.done(row);
+    } else if (item.attempts > this.retryDelaysMs.length) {
+      this.stats.failed++;
+      this.drops.gave_up++;
+      this.log.warn({ deviceId, attempts: item.attempts }, "callback delivery given up");
+      await this.feeder?.done(row);
+    } else {
+      this.stats.retries++;
+      await this.feeder?.retry(row, item.attempts, Date.now() + (this.retryDelaysMs[item.attempts - 1] as number));
+    }
+    q.items.shift();
+    this.removed(q, 1);
+    // The device's next delivery is the head of its queue now; and this user has a free slot.
+    this.feeder?.wake();
   }
 
   /**

@@ -93,6 +93,7 @@ export class Automation {
 
   async start(): Promise<void> {
     await this.engine.start();
+    this.callbacks.start();
   }
 
   async stop(): Promise<void> {

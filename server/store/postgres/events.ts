@@ -173,6 +173,7 @@ export class PgEvents implements EventsRepo {
       const rNum: (number | null)[] = [];
       const rDa: string[] = [];
       const last = new Map<number, IngestEvent>();
+      const outboxed = new Set<number>();
       batch.forEach((e, i) => {
         if (duplicate[i] || !isReading(e)) return;
         const id = ids.get(e.guid) as number;
@@ -192,15 +193,29 @@ export class PgEvents implements EventsRepo {
           [order, order.map((id) => pgText(last.get(id)?.DA ?? "")), order.map((id) => last.get(id)?.ts)],
           "events.last",
         );
-        await q(
+        // The callback deliveries of these readings, in the same transaction (a durable outbox:
+        // delivered by whichever instance leases them, see callbacks.ts); keyed by the reading's seq.
+        const queued = await q<{ device_id: number }>(
           c,
-          "INSERT INTO readings (device_id, ts, num, da) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::float8[], $4::text[])",
-          [rIds, rTs, rNum, rDa],
+          `WITH r AS (INSERT INTO readings (device_id, ts, num, da) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::float8[], $4::text[])
+             RETURNING device_id, ts, da, seq),
+           o AS (INSERT INTO callback_outbox (id, device_id, user_id, ts, da, next_at)
+             SELECT r.seq, r.device_id, d.user_id, r.ts, r.da, $5 FROM r JOIN callbacks cb ON cb.device_id = r.device_id JOIN devices d ON d.id = r.device_id
+             RETURNING device_id)
+           SELECT DISTINCT device_id FROM o`,
+          [rIds, rTs, rNum, rDa, now],
           "events.readings",
         );
+        for (const r of queued) outboxed.add(r.device_id);
       }
       return batch.map((e, i) =>
-        duplicate[i] ? { deviceId: 0, created: false, duplicate: true } : { deviceId: ids.get(e.guid) as number, created: createdBy[i] as boolean, duplicate: false },
+        {
+        if (duplicate[i]) return { deviceId: 0, created: false, duplicate: true };
+        const deviceId = ids.get(e.guid) as number;
+        const r: IngestResult = { deviceId, created: createdBy[i] as boolean, duplicate: false };
+        if (outboxed.has(deviceId)) r.outboxed = true;
+        return r;
+      },
       );
     });
   }

@@ -13,6 +13,7 @@ import { createPool, isConnectionError, splitSchema } from "./db.js";
 import { callbacksRepo, commandsRepo, devicesRepo } from "./devices.js";
 import { PgEvents } from "./events.js";
 import { historyRepo } from "./history.js";
+import { outboxRepo, ruleJobsRepo } from "./leases.js";
 import { PG_MIGRATIONS, type PgMigration } from "./migrations.js";
 import { ReadingPartitions } from "./partitions.js";
 
@@ -92,6 +93,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     subdevices: subDevicesRepo(pool),
     rules: rulesRepo(pool),
     snapshots: snapshotsRepo(pool),
+    outbox: outboxRepo(pool),
+    ruleJobs: ruleJobsRepo(pool),
     async close() {
       partitions.stop();
       await events.close();

@@ -10,12 +10,13 @@ import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
 import type { RuleRunJson } from "../../../../protocol/automation.js";
 import type { Bus } from "../../../bus/types.js";
-import type { RuleRow, RuleRunRow, Store } from "../../../store/types.js";
+import type { RuleJobRow, RuleRow, RuleRunRow, Store } from "../../../store/types.js";
 import type { CommittedEvent } from "../../ingest.js";
 import { handler } from "./handlers/index.js";
 import type { ActionDeps, ActionHandler, Params, PreconditionHandler, RunContext } from "./handlers/types.js";
 import { DeviceValues } from "./store-view.js";
 import { MAX_CAUSE_CHAIN, runCaused } from "./cause.js";
+import { RuleJobs } from "./jobs.js";
 
 export interface RuleEngineOptions {
   /** Runs kept per rule. Default 20. */
@@ -35,6 +36,11 @@ export interface RuleEngineOptions {
    * (RulesRepo.claimFiring), so that the rule fires at most once per timeout across the cluster.
    */
   shared?: boolean;
+  /**
+   * Shared, on a store with rule jobs: how long this instance's lease on a run lasts unrenewed, ms
+   * (how soon another instance resumes the runs of one that died). Default 10 000.
+   */
+  leaseMs?: number | undefined;
 }
 
 /** Bus channel announcing a changed rule id, so that every process's index follows CRUD. */
@@ -42,6 +48,12 @@ export const RULES_CHANNEL = "rules:changed";
 
 /** Hears of each run once its history row is written (the live stream's rule frames). */
 export type RunListener = (userId: number, rid: number, ok: boolean, firedAt: number) => void;
+
+/** A run resumed from its job: where it stopped, and its lease. */
+type JobState = Pick<RuleJobRow, "id" | "step" | "steps" | "sleep_until">;
+
+/** Actions that use the snapshot an earlier getServiceSnapshot left in the run's carry. */
+const USES_SNAPSHOT = new Set(["sendToFileHost", "sendEmail"]);
 
 /** Delay before run history is written, ms. */
 const RECORD_DELAY_MS = 20;
@@ -66,6 +78,8 @@ export class RuleEngine {
   private readonly historyKeep: number;
   private readonly maxPending: number;
   private readonly shared: boolean;
+  /** Durable, leased runs (several instances on PostgreSQL); null: runs live in this process only. */
+  private readonly jobs: RuleJobs | null;
   private unrecorded: { run: RuleRunRow; userId: number }[] = [];
   private readonly runListeners: RunListener[] = [];
   private readonly runsPerTurn: number;
@@ -93,6 +107,10 @@ export class RuleEngine {
     this.maxPending = options.maxPending ?? 16;
     this.runsPerTurn = options.runsPerTurn ?? 64;
     this.shared = options.shared ?? false;
+    this.jobs =
+      this.shared && store.ruleJobs
+        ? new RuleJobs(store.ruleJobs, options.leaseMs ?? 10_000, (job) => this.resume(job), log, clock)
+        : null;
   }
 
   async start(): Promise<void> {
@@ -106,6 +124,7 @@ export class RuleEngine {
       this.reloadAll().catch((err: unknown) => this.log.error({ err }, "reloading the rules failed"));
     });
     await this.reloadAll();
+    this.jobs?.start();
   }
 
   private async reloadAll(): Promise<void> {
@@ -135,8 +154,11 @@ export class RuleEngine {
   async stop(): Promise<void> {
     this.unsubscribe();
     this.unsubscribeResync?.();
+    await this.jobs?.stop();
     this.abort.abort();
     await this.idle();
+    // Runs stopped midway stay in the store: another instance resumes them now rather than after the lease.
+    await this.jobs?.release();
   }
 
   /** Brings a created, changed, suspended or unsuspended rule into the index. */
@@ -237,6 +259,16 @@ export class RuleEngine {
       // own disk writes (a queued command) take the event loop.
       .then(() => this.turn())
       .then(async () => {
+        if (this.jobs) {
+          // A job leased here, claimed with the rule's timeout in one statement (across instances).
+          const id = await this.jobs.fire(rule.id, now, rule.timeoutMs, cause);
+          if (id === null) {
+            this.stats.fired--;
+            return;
+          }
+          await runCaused([...cause, rule.id], () => this.run(rule, now, { id, step: 0, steps: [], sleep_until: null }));
+          return;
+        }
         // Across instances: another one may have fired this rule within its timeout.
         if (this.shared && rule.timeoutMs > 0 && !(await this.store.rules.claimFiring(rule.id, now, rule.timeoutMs))) {
           this.stats.fired--;
@@ -267,25 +299,67 @@ export class RuleEngine {
     });
   }
 
-  private async run(rule: Compiled, firedAt: number): Promise<void> {
+  /** A job whose instance lost its lease: resumed here, in the rule's queue. */
+  private resume(job: RuleJobRow): void {
+    const go = async (): Promise<void> => {
+      let rule = this.rules.get(job.rule_id);
+      if (!rule) {
+        await this.reload(job.rule_id);
+        rule = this.rules.get(job.rule_id);
+      }
+      if (!rule || !this.jobs) {
+        await this.jobs?.finish(job.id);
+        return;
+      }
+      const r = rule;
+      r.state.pending++;
+      r.state.chain = r.state.chain
+        .then(() => runCaused([...job.cause, r.id], () => this.run(r, job.fired_at, job)))
+        .catch((err: unknown) => this.log.error({ err, rid: r.id }, "resumed rule run failed unexpectedly"))
+        .finally(() => r.state.pending--);
+    };
+    go().catch((err: unknown) => this.log.error({ err, job: job.id }, "resuming a rule run failed"));
+  }
+
+  private async run(rule: Compiled, firedAt: number, job?: JobState): Promise<void> {
     const ctx: RunContext = { userId: rule.userId, deps: this.deps, carry: {}, signal: this.abort.signal };
-    const steps: RuleRunJson["steps"] = [];
+    let from = job?.step ?? 0;
+    if (from > 0 && rule.actions.slice(from).some((a) => USES_SNAPSHOT.has(a.h.name))) {
+      // The snapshot of an earlier step was not kept: take it again.
+      const at = rule.actions.slice(0, from).findLastIndex((a) => a.h.name === "getServiceSnapshot");
+      if (at >= 0) from = at;
+    }
+    const steps = ((job?.steps ?? []) as RuleRunJson["steps"]).slice(0, from);
     let error: string | null = null;
-    for (const a of rule.actions) {
+    for (let i = from; i < rule.actions.length; i++) {
+      const a = rule.actions[i] as Compiled["actions"][number];
       if (rule.removed || this.abort.signal.aborted) {
+        // A job stopped by this engine's stop stays in the store for another instance.
+        if (job && !rule.removed) return;
         error = rule.removed ? "the rule was deleted during the run" : "the rule engine stopped";
         break;
       }
       const t0 = this.clock();
+      let params = a.params;
+      if (job && a.h.name === "sleep") {
+        // Its end is recorded first: a run taken over sleeps only what is left.
+        const until = i === job.step && job.sleep_until !== null ? job.sleep_until : t0 + (params.sleepLength as number);
+        if (!(await this.jobs?.progress(job.id, i, steps, until))) return;
+        params = { ...params, sleepLength: Math.max(0, until - t0) };
+      }
       try {
-        const result = await a.h.run(a.params, ctx);
+        const result = await a.h.run(params, ctx);
         steps.push({ handler: a.h.name, ok: true, result, ms: this.clock() - t0 });
+        // Progress, so that a run taken over does not repeat this action (the last one: finish below).
+        if (job && i + 1 < rule.actions.length && !(await this.jobs?.progress(job.id, i + 1, steps, null))) return;
       } catch (err) {
+        if (job && this.abort.signal.aborted && !rule.removed) return;
         error = `${a.h.name}: ${(err as Error).message}`;
         steps.push({ handler: a.h.name, ok: false, error: (err as Error).message, ms: this.clock() - t0 });
         break;
       }
     }
+    if (job) await this.jobs?.finish(job.id);
     this.stats.runs++;
     if (error !== null) {
       this.stats.failed++;

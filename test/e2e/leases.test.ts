@@ -1,0 +1,146 @@
+/**
+ * Work that must happen once per event across several instances on PostgreSQL, and survive the
+ * loss of the instance doing it (leases of 1 s here): callback deliveries (the durable outbox) and
+ * rule runs (rule jobs). Real server processes, the instance doing the work killed with SIGKILL.
+ */
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Receiver, startReceiver } from "../server/automation/helpers.js";
+import { http, until } from "../helpers/http.js";
+import { PG_AVAILABLE, PG_BASE_URL, pgSchemaUrl } from "../helpers/pg.js";
+import { type CliProcess, startServerProcess, stopProcess } from "../helpers/process.js";
+
+const ADMIN = "leases-admin-token-000001";
+type Server = CliProcess & { baseUrl: string };
+
+describe.skipIf(!PG_AVAILABLE)("leased work across instances on PostgreSQL", () => {
+  const db = pgSchemaUrl();
+  const servers: Server[] = [];
+  let a: Server;
+  let b: Server;
+  let receiver: Receiver;
+  let sql: pg.Client;
+  const start = async (): Promise<Server> => {
+    const s = await startServerProcess({ dataDir: "/nonexistent-unused", adminToken: ADMIN, pollHoldSeconds: 10, extraArgs: ["--db", db.url, "--lease", "1"] });
+    servers.push(s);
+    return s;
+  };
+  beforeAll(async () => {
+    a = await start();
+    b = await start();
+    receiver = await startReceiver();
+    sql = new pg.Client({ connectionString: PG_BASE_URL });
+    await sql.connect();
+  }, 60_000);
+  afterAll(async () => {
+    for (const s of servers) await stopProcess(s).catch(() => undefined);
+    await sql?.end();
+    await receiver?.close();
+    await db.drop();
+  });
+
+  const user = (path: string): string => `${path}${path.includes("?") ? "&" : "?"}user_access_token=${ADMIN}`;
+  const count = async (table: string): Promise<number> => Number((await sql.query(`SELECT count(*) AS n FROM ${db.schema}.${table}`)).rows[0].n);
+  const activate = async (node: string): Promise<string> => {
+    const res = await http<{ token: string }>(`${a.baseUrl}${user(`/block/${node}/activate`)}`);
+    expect(res.status).toBe(200);
+    return res.body.token;
+  };
+  const post = async (srv: Server, node: string, token: string, D: number, DA: string): Promise<void> => {
+    const res = await http(`${srv.baseUrl}/block/${node}/data`, { method: "POST", headers: { "x-service-token": token }, json: { G: "0", V: 0, D, DA } });
+    expect(res.status).toBe(200);
+  };
+  const setCallback = async (guid: string, path: string): Promise<void> => {
+    const res = await http(`${a.baseUrl}${user(`/device/${guid}/callback`)}`, { method: "POST", json: { url: `${receiver.url}${path}` } });
+    expect(res.status).toBe(200);
+  };
+  const deliveries = (path: string) => receiver.received.filter((r) => r.url === path);
+
+  it("a callback is delivered once per event, in order, whichever instance committed it", async () => {
+    const node = "LEASES0000000001";
+    const token = await activate(node);
+    await post(a, node, token, 9, "0");
+    await setCallback(`${node}_0_0_9`, "/once");
+    for (let i = 1; i <= 6; i++) await post(i % 2 ? a : b, node, token, 9, String(i));
+    await until(async () => (deliveries("/once").length >= 6 ? true : undefined), 5000, "six deliveries");
+    // Nothing is left to deliver: no second delivery of any event can follow.
+    await until(async () => ((await count("callback_outbox")) === 0 ? true : undefined), 5000, "an empty outbox");
+    const got = deliveries("/once");
+    expect(got.map((r) => (JSON.parse(r.body.toString()) as { DA: number }).DA)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(new Set(got.map((r) => r.headers["x-blockkit-delivery"])).size).toBe(6);
+  });
+
+  it("the delivery in flight on an instance killed with SIGKILL is made by another once its lease lapses", async () => {
+    const c = await start();
+    const node = "LEASES0000000002";
+    const token = await activate(node);
+    await post(a, node, token, 9, "0");
+    await setCallback(`${node}_0_0_9`, "/takeover");
+    receiver.hold = true;
+    await post(c, node, token, 9, "42");
+    // C leased the delivery and its attempt is held by the receiver: C dies with it.
+    await until(async () => (deliveries("/takeover").length === 1 ? true : undefined), 5000, "C's attempt");
+    c.child.kill("SIGKILL");
+    await c.exited;
+    receiver.release();
+    const t0 = Date.now();
+    await until(async () => (deliveries("/takeover").length === 2 ? true : undefined), 8000, "the attempt of another instance");
+    expect(Date.now() - t0).toBeLessThan(5000); // the 1 s lease, not a retry schedule
+    const [first, second] = deliveries("/takeover");
+    expect(second?.headers["x-blockkit-delivery"]).toBe(first?.headers["x-blockkit-delivery"]);
+    expect(JSON.parse(String(second?.body))).toMatchObject({ GUID: `${node}_0_0_9`, DA: 42 });
+    await until(async () => ((await count("callback_outbox")) === 0 ? true : undefined), 5000, "an empty outbox");
+  });
+
+  it("a rule run sleeping on an instance killed with SIGKILL is resumed by another and runs once", async () => {
+    const node = "LEASES0000000003";
+    const token = await activate(node);
+    const button = `${node}_0_0_5`;
+    const relay = `${node}_0_0_1002`;
+    await post(a, node, token, 5, "0");
+    await post(a, node, token, 1002, "0");
+    const created = await http<{ data: { rid: string } }>(`${a.baseUrl}${user("/rule")}`, {
+      method: "POST",
+      json: {
+        shortName: "Press, wait, switch",
+        preconditions: [{ handler: "serviceChange", params: { guid: button, to: "1" } }],
+        actions: [
+          { handler: "sleep", params: { guid: "N/A", sleepLength: 1500 } },
+          { handler: "serviceSendCommand", params: { guid: relay, da: "1" } },
+        ],
+      },
+    });
+    expect(created.status).toBe(200);
+    const rid = created.body.data.rid;
+    // C reads every rule at start; the button pressed through C fires the rule there.
+    const c = await start();
+    const fired = Date.now();
+    await post(c, node, token, 5, "1");
+    await until(
+      async () => {
+        const jobs = await sql.query(`SELECT sleep_until FROM ${db.schema}.rule_jobs`);
+        return jobs.rows.length === 1 && jobs.rows[0].sleep_until !== null ? true : undefined;
+      },
+      5000,
+      "C sleeping in the rule's run",
+    );
+    c.child.kill("SIGKILL");
+    await c.exited;
+    const polled = await http<{ DEVICE: { DA: string; GUID: string }[] }>(`${b.baseUrl}/block/${node}/commands`, { headers: { "x-service-token": token } });
+    expect(polled.body.DEVICE).toEqual([expect.objectContaining({ GUID: relay, DA: "1" })]);
+    // The sleep was resumed, not restarted from zero nor skipped.
+    expect(Date.now() - fired).toBeGreaterThanOrEqual(1400);
+    const rule = await until(
+      async () => {
+        const r = await http<{ data: { history: { ok: boolean; steps: unknown[] }[] } }>(`${a.baseUrl}${user(`/rule/${rid}`)}`);
+        return r.body.data.history.length > 0 ? r.body.data : undefined;
+      },
+      5000,
+      "the run in the rule's history",
+    );
+    expect(rule.history).toHaveLength(1);
+    expect(rule.history[0]).toMatchObject({ ok: true });
+    expect(rule.history[0]?.steps).toHaveLength(2);
+    expect(await count("rule_jobs")).toBe(0);
+  });
+});

@@ -1,0 +1,95 @@
+/**
+ * The leased tables of the PostgreSQL store (server/store/postgres/leases.ts): callback deliveries
+ * written by the ingest transaction, leased one head per device, never by two leases at once, put
+ * back for any instance, trimmed to their bounds; rule jobs fired once per timeout, renewed,
+ * taken over once their lease lapsed.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { IngestEvent, Store } from "../../server/store/types.js";
+import { PG_AVAILABLE } from "../helpers/pg.js";
+import { postgresStore } from "../helpers/stores.js";
+
+describe.skipIf(!PG_AVAILABLE)("PostgreSQL leases", () => {
+  let store: Store;
+  let dispose: () => Promise<void>;
+  let user: number;
+  const now = 1_800_000_000_000;
+
+  beforeAll(async () => {
+    ({ store, dispose } = await postgresStore.open());
+    user = (await store.users.create("lease-user", null, now)).id;
+  });
+  afterAll(async () => dispose());
+
+  const event = (node: string, D: number, DA: string, ts: number): IngestEvent => ({
+    kind: "data",
+    userId: user,
+    node,
+    guid: `${node}_0_0_${D}`,
+    G: "0",
+    V: 0,
+    D,
+    DA,
+    num: Number(DA),
+    ts,
+  });
+  const outbox = () => store.outbox as NonNullable<Store["outbox"]>;
+  const jobs = () => store.ruleJobs as NonNullable<Store["ruleJobs"]>;
+
+  it("writes deliveries with their events, only for devices with a callback, and leases one head per device", async () => {
+    const [first] = await store.events.commit([event("LEASEDB1", 9, "0", now), event("LEASEDB1", 8, "0", now)]);
+    expect(first?.outboxed).toBeUndefined();
+    await store.callbacks.set({ device_id: first?.deviceId as number, url: "http://127.0.0.1:9/x", secret: "s", created: now });
+    const results = await store.events.commit([event("LEASEDB1", 9, "1", now + 1), event("LEASEDB1", 9, "2", now + 2), event("LEASEDB1", 8, "5", now + 3)]);
+    expect(results.map((r) => r.outboxed ?? false)).toEqual([true, true, false]);
+    expect(await outbox().depth()).toBe(2);
+
+    // Two instances claim at once: the head goes to one of them, the second delivery to nobody yet.
+    const [x, y] = await Promise.all([outbox().claim("A", now, 1000, 10, 8, []), outbox().claim("B", now, 1000, 10, 8, [])]);
+    const won = [...(x ?? []), ...(y ?? [])];
+    expect(won).toHaveLength(1);
+    expect(won[0]).toMatchObject({ da: "1", guid: "LEASEDB1_0_0_9", url: "http://127.0.0.1:9/x", secret: "s", attempts: 0 });
+    // Held, and renewed: nothing to claim; a busy user is not claimed for.
+    await outbox().renew(x?.length ? "A" : "B", [won[0]?.id as number], now + 900, 1000);
+    expect(await outbox().claim("C", now + 1500, 1000, 10, 8, [])).toEqual([]);
+    // The lease lapses: another instance takes the same delivery (same X-Blockkit-Delivery).
+    const taken = await outbox().claim("C", now + 2000, 1000, 10, 8, []);
+    expect(taken.map((d) => d.delivery)).toEqual([won[0]?.delivery]);
+    // A failure goes back with its next time; then the head is due again for anyone.
+    await outbox().retry(taken[0]?.id as number, "C", 1, now + 5000);
+    expect(await outbox().claim("D", now + 4000, 1000, 10, 8, [])).toEqual([]);
+    expect(await outbox().claim("D", now + 5000, 1000, 10, 8, [user])).toEqual([]);
+    const again = await outbox().claim("D", now + 5000, 1000, 10, 8, []);
+    expect(again).toMatchObject([{ id: taken[0]?.id, attempts: 1 }]);
+    await outbox().remove(again[0]?.id as number);
+    // The next delivery of the device is the head now.
+    expect(await outbox().claim("D", now + 5000, 1000, 10, 8, [])).toMatchObject([{ da: "2" }]);
+  });
+
+  it("trims the newest deliveries beyond the bounds, by reason, and a deleted callback takes its deliveries", async () => {
+    const [r] = await store.events.commit([event("LEASEDB2", 9, "0", now)]);
+    const deviceId = r?.deviceId as number;
+    await store.callbacks.set({ device_id: deviceId, url: "http://127.0.0.1:9/y", secret: "s", created: now });
+    await store.events.commit(Array.from({ length: 6 }, (_, i) => event("LEASEDB2", 9, String(i), now + i + 1)));
+    const before = await outbox().depth();
+    expect(await outbox().trim(4, 1000, 10_000, now + 10_000)).toEqual({ device: 2, user: 0, total: 0 });
+    expect(await outbox().depth()).toBe(before - 2);
+    await store.callbacks.remove(deviceId);
+    expect(await outbox().depth()).toBe(before - 6);
+  });
+
+  it("fires a rule job once per timeout, records progress only under its lease, and hands over lapsed jobs", async () => {
+    const rule = await store.rules.create({ user_id: user, short_name: "r", preconditions: [], actions: [], timeout: 60, suspended: false, created: now });
+    const id = await jobs().fire(rule.id, now, 60_000, [7], "A", 1000);
+    expect(id).not.toBeNull();
+    expect(await jobs().fire(rule.id, now + 1000, 60_000, [], "B", 1000)).toBeNull();
+    expect(await jobs().progress(id as number, "A", 1, [{ handler: "sleep", ok: true }], now + 3000)).toBe(true);
+    expect(await jobs().takeOver("B", now + 500, 1000, 10)).toEqual([]);
+    const [taken] = await jobs().takeOver("B", now + 1001, 1000, 10);
+    expect(taken).toMatchObject({ id, rule_id: rule.id, fired_at: now, cause: [7], step: 1, steps: [{ handler: "sleep" }], sleep_until: now + 3000 });
+    // A lost it: its progress is refused, so it stops.
+    expect(await jobs().progress(id as number, "A", 2, [], null)).toBe(false);
+    await jobs().finish(id as number);
+    expect(await jobs().takeOver("C", now + 100_000, 1000, 10)).toEqual([]);
+  });
+});
