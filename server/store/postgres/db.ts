@@ -44,6 +44,10 @@ export function createPool(config: PgConfig): pg.Pool {
   // An idle client that loses its connection (PostgreSQL restarted) is dropped by the pool; without a
   // listener the error would end the process.
   pool.on("error", () => undefined);
+  // A client checked out of the pool has no error listener of the pool's: the connection lost under
+  // it (PostgreSQL stopped, immediate mode) would emit an unhandled 'error' and end the process. The
+  // statement in flight fails anyway (-> 503), and the pool drops the broken client on release.
+  pool.on("connect", (client) => client.on("error", () => undefined));
   return pool;
 }
 
