@@ -2,8 +2,8 @@
  * Several server processes on one PostgreSQL database (each test run its own schema): a command PUT
  * on A wakes the long-poll held on B; a block token revoked on A is refused by B at once; an
  * activation claimed on A reaches the block waiting on B; the command of a poll held by an
- * instance killed with SIGKILL is delivered by another one; PostgreSQL data written through A is
- * read through B.
+ * instance killed with SIGKILL is delivered by another one; a camera snapshot uploaded to A reaches
+ * the user waiting on B; PostgreSQL data written through A is read through B.
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -117,6 +117,31 @@ describe.skipIf(!PG_AVAILABLE)("several instances on PostgreSQL", () => {
     expect((await http(`${a.baseUrl}${user(`/device/${node}_0_0_1002`)}`, { method: "PUT", json: { DA: "1" } })).status).toBe(200);
     const answer = await poll(b, node, token);
     expect(answer.body.DEVICE.map((x) => x.DA)).toEqual(["1"]);
+  });
+
+  it("a camera snapshot uploaded to A reaches the user waiting on B", async () => {
+    const node = "SCALEOUT00000005";
+    const token = await activate(a, node);
+    const cam = `${node}_0_0_1004`;
+    const posted = await http(`${a.baseUrl}/block/${node}/data`, { method: "POST", headers: { "x-service-token": token }, json: { G: "0", V: 0, D: 1004, DA: "0" } });
+    expect(posted.status).toBe(200);
+    const streamOf = async (srv: Server): Promise<string> => ((await srv.waitForLine(/^stream_url\s+(\S+)/))[1] as string).replace(/\/$/, "");
+    const jpeg = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(4096, 9), Buffer.from([0xff, 0xd9])]);
+    // The user asks B; B queues the snapshot command; the block, polling A, uploads to A.
+    const waiting = fetch(`${await streamOf(b)}/rest/v0/camera/${cam}/snapshot?user_access_token=${ADMIN}`);
+    const cmds = await poll(a, node, token);
+    expect(cmds.body.DEVICE).toEqual([expect.objectContaining({ GUID: cam, DA: "1" })]);
+    const up = await fetch(`${await streamOf(a)}/rest/v0/camera/${cam}/snapshot`, {
+      method: "POST",
+      headers: { "x-service-token": token, "content-type": "image/jpeg" },
+      body: jpeg,
+    });
+    expect(up.status).toBe(200);
+    await up.arrayBuffer();
+    const res = await waiting;
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("image/jpeg");
+    expect(Buffer.from(await res.arrayBuffer()).equals(jpeg)).toBe(true);
   });
 });
 
