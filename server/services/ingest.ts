@@ -32,6 +32,9 @@ export interface CommittedEvent extends IngestEvent {
   created: boolean;
   /** A callback delivery of this event waits in the store's outbox (PostgreSQL). */
   outboxed?: boolean;
+  /** PostgreSQL: the device's value before this reading as committed (IngestResult.prev), or stale. */
+  prev?: string | null;
+  stale?: boolean;
 }
 
 export type CommitListener = (events: CommittedEvent[]) => void;
@@ -172,6 +175,8 @@ export class Ingest {
       c.deviceId = r.deviceId;
       c.created = r.created;
       if (r.outboxed) c.outboxed = true;
+      if (r.prev !== undefined) c.prev = r.prev;
+      if (r.stale) c.stale = true;
       committed.push(c);
     });
     this.stats.events += committed.length;

@@ -98,6 +98,13 @@ export interface IngestResult {
   duplicate: boolean;
   /** Its device's callback delivery was written to the durable outbox in this transaction (PostgreSQL). */
   outboxed?: boolean;
+  /**
+   * PostgreSQL (several instances): the device's value just before this reading, as committed
+   * (null: none), or `stale` when a newer reading was committed before it. Absent on SQLite, whose
+   * one instance sees every event itself.
+   */
+  prev?: string | null;
+  stale?: boolean;
 }
 
 export interface HistoryQuery {

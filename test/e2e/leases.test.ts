@@ -92,6 +92,45 @@ describe.skipIf(!PG_AVAILABLE)("leased work across instances on PostgreSQL", () 
     await until(async () => ((await count("callback_outbox")) === 0 ? true : undefined), 5000, "an empty outbox");
   });
 
+  it("a rule judges each event by the values committed before it, whichever instance took the earlier ones", async () => {
+    const node = "LEASES0000000004";
+    const token = await activate(node);
+    const button = `${node}_0_0_5`;
+    const enable = `${node}_1_0_5`;
+    const relay = `${node}_0_0_1002`;
+    for (const [G, D] of [["0", 5], ["1", 5], ["0", 1002]] as const) {
+      const res = await http(`${a.baseUrl}/block/${node}/data`, { method: "POST", headers: { "x-service-token": token }, json: { G, V: 0, D, DA: "0" } });
+      expect(res.status).toBe(200);
+    }
+    const rule = async (shortName: string, preconditions: unknown[]): Promise<string> => {
+      const res = await http<{ data: { rid: string } }>(`${a.baseUrl}${user("/rule")}`, {
+        method: "POST",
+        json: { shortName, preconditions, actions: [{ handler: "serviceSendCommand", params: { guid: relay, da: "1" } }] },
+      });
+      expect(res.status).toBe(200);
+      return res.body.data.rid;
+    };
+    // Fires when the button's value enters [1, 1] from outside: it depends on the value before.
+    const pressed = { handler: "serviceRangeToggle", params: { guid: button, between: 1, and: 1 } };
+    const press = await rule("press", [pressed]);
+    const both = await rule("press while enabled", [
+      pressed,
+      { handler: "serviceChange", params: { guid: enable, to: "on" } },
+    ]);
+    const post1 = (srv: Server, G: string, DA: string) =>
+      http(`${srv.baseUrl}/block/${node}/data`, { method: "POST", headers: { "x-service-token": token }, json: { G, V: 0, D: 5, DA } });
+    // The block's events alternate between the instances: B sees only the presses, A only the releases.
+    for (let i = 0; i < 3; i++) {
+      expect((await post1(a, "0", "0")).status).toBe(200);
+      if (i === 2) expect((await post1(a, "1", "on")).status).toBe(200); // enabled through A only
+      expect((await post1(b, "0", "1")).status).toBe(200);
+    }
+    const runs = async (rid: string): Promise<number> =>
+      (await http<{ data: { history: unknown[] } }>(`${a.baseUrl}${user(`/rule/${rid}`)}`)).body.data.history.length;
+    await until(async () => ((await runs(press)) === 3 && (await runs(both)) === 1 ? true : undefined), 5000, "three runs of one rule, one of the other");
+    expect(await count("rule_jobs")).toBe(0);
+  });
+
   it("a rule run sleeping on an instance killed with SIGKILL is resumed by another and runs once", async () => {
     const node = "LEASES0000000003";
     const token = await activate(node);

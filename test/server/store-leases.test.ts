@@ -1,8 +1,8 @@
 /**
  * The leased tables of the PostgreSQL store (server/store/postgres/leases.ts): callback deliveries
  * written by the ingest transaction, leased one head per device, never by two leases at once, put
- * back for any instance, trimmed to their bounds; rule jobs fired once per timeout, renewed,
- * taken over once their lease lapsed.
+ * back for any instance, trimmed to their bounds; each reading's previous value as committed (what
+ * rules judge by); rule jobs fired once per timeout, taken over once their lease lapsed.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IngestEvent, Store } from "../../server/store/types.js";
@@ -76,6 +76,17 @@ describe.skipIf(!PG_AVAILABLE)("PostgreSQL leases", () => {
     expect(await outbox().depth()).toBe(before - 2);
     await store.callbacks.remove(deviceId);
     expect(await outbox().depth()).toBe(before - 6);
+  });
+
+  it("hands each reading the value committed before it, or marks it stale", async () => {
+    const first = await store.events.commit([event("LEASEDB3", 9, "1", now), event("LEASEDB3", 9, "2", now + 2), event("LEASEDB3", 9, "0", now + 1)]);
+    expect(first.map((r) => [r.prev, r.stale])).toEqual([
+      [null, undefined],
+      ["1", undefined],
+      [undefined, true],
+    ]);
+    const [next] = await store.events.commit([event("LEASEDB3", 9, "3", now + 3)]);
+    expect(next?.prev).toBe("2");
   });
 
   it("fires a rule job once per timeout, records progress only under its lease, and hands over lapsed jobs", async () => {

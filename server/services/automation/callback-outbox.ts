@@ -70,6 +70,11 @@ export class OutboxFeeder {
     await this.running;
   }
 
+  /** Lets any instance lease these deliveries at once (a clean stop). */
+  release(ids: number[]): Promise<void> {
+    return this.outbox.renew(this.lease, ids, 0, 0).catch((err: unknown) => this.failed(err, "releasing callback deliveries failed"));
+  }
+
   /** Claims now (an event with a delivery committed here, a delivery finished); coalesced. */
   wake(): void {
     if (this.stopped) return;

@@ -55,6 +55,12 @@ export function signature(secret: string, body: string): string {
   return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
 }
 
+/** The JSON body of a delivery. */
+function payloadBody(guid: string, G: string, V: number, D: number, DA: string, ts: number, node: string): string {
+  const payload: CallbackPayload = { GUID: guid, G, V, D, DA: shownDA({ v: V, d: D, last_da: DA }) ?? DA, timestamp: ts, node };
+  return JSON.stringify(payload);
+}
+
 interface Item {
   id: string;
   body: string;
@@ -125,7 +131,7 @@ export class CallbackDispatcher {
         store.outbox,
         {
           busy: () => [...this.users].filter(([, u]) => u.queued >= this.maxInFlightPerUser).map(([id]) => id),
-          held: () => [...this.queues.values()].flatMap((q) => q.items.map((i) => i.leased?.row ?? 0)).filter((id) => id > 0),
+          held: () => this.held(),
           room: () => this.maxQueued - this.queued,
           take: (rows) => this.takeLeased(rows),
           trimmed: (n) => {
@@ -155,9 +161,11 @@ export class CallbackDispatcher {
   /** Drops every waiting delivery, aborts those in flight and clears every timer. */
   async stop(): Promise<void> {
     this.stopped = true;
-    // Leased deliveries not finished stay in the outbox; their leases lapse and another instance sends them.
+    // Leased deliveries not finished stay in the outbox, released for another instance to send at once.
+    const held = this.held();
     await this.feeder?.stop();
     this.abort.abort();
+    await this.feeder?.release(held);
     for (const w of this.waits) {
       clearTimeout(w.timer);
       w.resolve();
@@ -207,7 +215,7 @@ export class CallbackDispatcher {
     if (withCallback.size === 0) return;
     for (const e of events) {
       if (e.kind === "config" || this.stopped || !withCallback.has(e.deviceId)) continue;
-      let q = this.queues.get(e.deviceId);
+      const q = this.queues.get(e.deviceId);
       const user = this.share(e.userId);
       const full: DropReason | null =
         q && q.items.length >= this.maxPerDevice
@@ -221,41 +229,29 @@ export class CallbackDispatcher {
         this.dropped(e.guid, e.userId, full);
         continue;
       }
-      const payload: CallbackPayload = {
-        GUID: e.guid,
-        G: e.G,
-        V: e.V,
-        D: e.D,
-        DA: shownDA({ v: e.V, d: e.D, last_da: e.DA }) ?? e.DA,
-        timestamp: e.ts,
-        node: e.node,
-      };
-      if (!q) this.queues.set(e.deviceId, (q = { userId: e.userId, items: [], running: false }));
-      q.items.push({ id: randomUUID(), body: JSON.stringify(payload), attempts: 0 });
-      this.queued++;
-      user.queued++;
-      if (!q.running) void this.pump(e.deviceId, q);
+      this.enqueue(e.deviceId, e.userId, { id: randomUUID(), body: payloadBody(e.guid, e.G, e.V, e.D, e.DA, e.ts, e.node), attempts: 0 });
     }
+  }
+
+  private enqueue(deviceId: number, userId: number, item: Item): void {
+    let q = this.queues.get(deviceId);
+    if (!q) this.queues.set(deviceId, (q = { userId, items: [], running: false }));
+    q.items.push(item);
+    this.queued++;
+    this.share(userId).queued++;
+    if (!q.running) void this.pump(deviceId, q);
+  }
+
+  /** Outbox rows leased here (waiting for a slot or in flight). */
+  private held(): number[] {
+    return [...this.queues.values()].flatMap((q) => q.items.map((i) => i.leased?.row ?? 0)).filter((id) => id > 0);
   }
 
   /** Deliveries leased from the outbox join the device queues (one per device: the head). */
   private takeLeased(rows: OutboxDelivery[]): void {
     for (const r of rows) {
-      const payload: CallbackPayload = {
-        GUID: r.guid,
-        G: r.g,
-        V: r.v,
-        D: r.d,
-        DA: shownDA({ v: r.v, d: r.d, last_da: r.da }) ?? r.da,
-        timestamp: r.ts,
-        node: r.node_id,
-      };
-      let q = this.queues.get(r.device_id);
-      if (!q) this.queues.set(r.device_id, (q = { userId: r.user_id, items: [], running: false }));
-      q.items.push({ id: r.delivery, body: JSON.stringify(payload), attempts: r.attempts, leased: { row: r.id, url: r.url, secret: r.secret } });
-      this.queued++;
-      this.share(r.user_id).queued++;
-      if (!q.running) void this.pump(r.device_id, q);
+      const body = payloadBody(r.guid, r.g, r.v, r.d, r.da, r.ts, r.node_id);
+      this.enqueue(r.device_id, r.user_id, { id: r.delivery, body, attempts: r.attempts, leased: { row: r.id, url: r.url, secret: r.secret } });
     }
   }
 
@@ -318,14 +314,7 @@ export class CallbackDispatcher {
           q.items.length = 0;
           break;
         }
-        item.attempts++;
-        await this.acquire(q.userId);
-        let ok: boolean;
-        try {
-          ok = this.stopped ? false : await this.attempt(cb.url, cb.secret, item);
-        } finally {
-          this.releaseSlot(q.userId);
-        }
+        const ok = await this.attemptInSlot(q.userId, cb.url, cb.secret, item);
         if (this.stopped) break;
         if (ok || item.attempts > this.retryDelaysMs.length) {
           if (ok) this.stats.delivered++;
@@ -351,6 +340,17 @@ export class CallbackDispatcher {
     if (this.queues.size === 0) this.wakeIdle();
   }
 
+  /** One attempt, in one of the user's slots (waiting for one). */
+  private async attemptInSlot(userId: number, url: string, secret: string, item: Item): Promise<boolean> {
+    item.attempts++;
+    await this.acquire(userId);
+    try {
+      return this.stopped ? false : await this.attempt(url, secret, item);
+    } finally {
+      this.releaseSlot(userId);
+    }
+  }
+
   /**
    * One attempt of a delivery leased from the outbox. Its callback was read with the lease (a
    * deleted callback takes its deliveries with it: ON DELETE CASCADE). A failure goes back to the
@@ -358,14 +358,7 @@ export class CallbackDispatcher {
    */
   private async leasedAttempt(deviceId: number, q: DeviceQueue, item: Item): Promise<void> {
     const { row, url, secret } = item.leased as NonNullable<Item["leased"]>;
-    item.attempts++;
-    await this.acquire(q.userId);
-    let ok: boolean;
-    try {
-      ok = this.stopped ? false : await this.attempt(url, secret, item);
-    } finally {
-      this.releaseSlot(q.userId);
-    }
+    const ok = await this.attemptInSlot(q.userId, url, secret, item);
     if (this.stopped) return;
     if (ok) {
       this.stats.delivered++;

@@ -121,12 +121,21 @@ export class PgEvents implements EventsRepo {
           else duplicate[i] = true;
         }
       }
-      // Devices: look up, then create the missing ones in one statement (GUID order).
-      const guids = [...new Set(batch.filter((_, i) => !duplicate[i]).map((e) => e.guid))];
+      // Devices: look up, then create the missing ones in one statement (GUID order). Locked (GUID
+      // order), so that each device's last value read here is the one committed just before this
+      // transaction's: every event's previous value, as rules on any instance must see it.
+      const guids = [...new Set(batch.filter((_, i) => !duplicate[i]).map((e) => e.guid))].sort();
       const ids = new Map<string, number>();
+      const latest = new Map<number, { da: string | null; ts: number }>();
       if (guids.length > 0) {
-        for (const r of await q<{ id: number; guid: string }>(c, "SELECT id, guid FROM devices WHERE guid = ANY($1::text[])", [guids], "events.devices")) {
+        for (const r of await q<{ id: number; guid: string; last_da: string | null; last_ts: number | null }>(
+          c,
+          "SELECT id, guid, last_da, last_ts FROM devices WHERE guid = ANY($1::text[]) ORDER BY guid FOR UPDATE",
+          [guids],
+          "events.devices",
+        )) {
           ids.set(r.guid, r.id);
+          if (r.last_ts !== null) latest.set(r.id, { da: r.last_da, ts: r.last_ts });
         }
       }
       const creators = new Map<string, IngestEvent>();
@@ -174,9 +183,17 @@ export class PgEvents implements EventsRepo {
       const rDa: string[] = [];
       const last = new Map<number, IngestEvent>();
       const outboxed = new Set<number>();
+      // Each reading's previous value in commit order, or stale (older than the device's latest).
+      const prev = new Array<string | null | undefined>(batch.length);
       batch.forEach((e, i) => {
         if (duplicate[i] || !isReading(e)) return;
         const id = ids.get(e.guid) as number;
+        const before = latest.get(id);
+        if (before && e.ts < before.ts) prev[i] = undefined;
+        else {
+          prev[i] = before?.da ?? null;
+          latest.set(id, { da: pgText(e.DA), ts: e.ts });
+        }
         rIds.push(id);
         rTs.push(e.ts);
         rNum.push(e.num);
@@ -214,6 +231,11 @@ export class PgEvents implements EventsRepo {
         const deviceId = ids.get(e.guid) as number;
         const r: IngestResult = { deviceId, created: createdBy[i] as boolean, duplicate: false };
         if (outboxed.has(deviceId)) r.outboxed = true;
+        if (isReading(e)) {
+          const p = prev[i];
+          if (p === undefined) r.stale = true;
+          else r.prev = p;
+        }
         return r;
       },
       );

@@ -217,20 +217,50 @@ export class RuleEngine {
       if (e.kind === "config") continue;
       const rules = this.index.get(e.guid);
       if (!rules) continue;
-      const seen = this.values.set(e.guid, e.DA, e.ts);
-      if (seen === "stale") continue;
+      let prev: string | undefined;
+      if (e.prev !== undefined || e.stale) {
+        // As committed (PostgreSQL): the same value before it whichever instance took the device's
+        // earlier events, so each event is judged once, as one process would.
+        if (e.stale) continue;
+        this.values.put(e.guid, e.DA, e.ts);
+        prev = e.prev ?? undefined;
+      } else {
+        const seen = this.values.set(e.guid, e.DA, e.ts);
+        if (seen === "stale") continue;
+        prev = seen.prev;
+      }
       // A rule only hears its owner's devices (a GUID comes back under another account after an unpairing).
-      for (const rule of rules) if (rule.userId === e.userId) this.evaluate(rule, e, seen.prev);
+      for (const rule of rules) if (rule.userId === e.userId) this.evaluate(rule, e, prev);
     }
   };
 
   private evaluate(rule: Compiled, e: CommittedEvent, prev: string | undefined): void {
     let triggered = false;
+    const others: Compiled["pre"] = [];
     for (const p of rule.pre) {
       if (p.guid === e.guid && p.h.triggers(p.params, prev, e.DA)) triggered = true;
+      else if (this.shared && p.guid !== e.guid) others.push(p);
       else if (!p.h.holds(p.params, this.values.get(p.guid))) return;
     }
     if (!triggered) return;
+    if (others.length === 0) {
+      this.fire(rule, e);
+      return;
+    }
+    // Several instances: the other devices' events may have been committed elsewhere, so their
+    // values are read as committed now rather than from this process's view.
+    Promise.all(others.map((p) => this.store.devices.byGuid(p.guid)))
+      .then((rows) => {
+        rows.forEach((row) => {
+          if (row?.last_da != null) this.values.set(row.guid, row.last_da, row.last_ts ?? 0);
+        });
+        if (others.every((p, i) => p.h.holds(p.params, rows[i]?.last_da ?? undefined))) this.fire(rule, e);
+      })
+      .catch((err: unknown) => this.log.warn({ err, rid: rule.id }, "reading the values of a rule's other devices failed: not fired"));
+  }
+
+  /** The rule's preconditions hold on `e`: fires it unless its timeout, a loop or its queue forbids. */
+  private fire(rule: Compiled, e: CommittedEvent): void {
     const now = this.clock();
     const st = rule.state;
     if (st.lastFired !== null && now < st.lastFired + rule.timeoutMs) return;

@@ -34,6 +34,11 @@ export class DeviceValues {
     return { prev: prev?.da };
   }
 
+  /** Records a value known to be the newest (as committed, PostgreSQL). */
+  put(guid: string, da: string, ts: number): void {
+    this.values.set(guid, { da, ts });
+  }
+
   /** Starts watching a GUID with its stored last value (none for a device that does not exist yet). */
   async watch(guid: string): Promise<void> {
     if (this.values.has(guid)) return;
