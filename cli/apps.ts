@@ -25,7 +25,16 @@ export function registerApps(program: Command): void {
       const { openStore } = await import("../server/store/index.js");
       const { AuthService } = await import("../server/services/auth.js");
       const { OAuthService } = await import("../server/services/accounts/oauth.js");
-      const store = await openStore(storeLocation(flags).url, { ingestThread: false });
+      const { DataDirError } = await import("../server/store/sqlite/files.js");
+      // A typo in --data must not make a new database (which would then have no such user anyway).
+      const store = await openStore(storeLocation(flags).url, {
+        ingestThread: false,
+        create: false,
+        warn: (message) => process.stderr.write(`blockkit: ${message}\n`),
+      }).catch((err: unknown) => {
+        if (err instanceof DataDirError) throw new Error(err.message.replace(/, or pass --create to start a new database there\)$/, ": an application needs an existing user)"));
+        throw err;
+      });
       try {
         const user = await store.users.byName(flags.user);
         if (!user) throw new Error(`no user "${flags.user}": create it with blockkit users add`);

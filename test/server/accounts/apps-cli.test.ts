@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -45,6 +45,21 @@ describe("blockkit apps add", () => {
     } finally {
       await store.close();
     }
+  });
+
+  it("refuses a directory without a blockkit database and creates nothing there", async () => {
+    const empty = join(dir, "empty");
+    mkdirSync(empty);
+    const missing = join(dir, "typo");
+    const args = ["apps", "add", "--user", "dev", "--name", "Garden", "--redirect-uri", "https://garden.example/cb"];
+    const [inEmpty, inMissing] = await Promise.all([blockkit([...args, "--data", empty]), blockkit([...args, "--db", `sqlite:${missing}`])]);
+    expect(inEmpty.code).toBe(1);
+    expect(inEmpty.stderr).toContain(`no blockkit database at ${join(empty, "blockkit.db")} (check --data/--db: an application needs an existing user)`);
+    expect(inEmpty.stdout).toBe("");
+    expect(readdirSync(empty)).toEqual([]);
+    expect(inMissing.code).toBe(1);
+    expect(inMissing.stderr).toMatch(/no blockkit database at .*typo.*does not exist \(check --data\/--db: an application needs an existing user\)/);
+    expect(existsSync(missing)).toBe(false);
   });
 
   it("refuses an unknown user, a bad redirect URI and missing options with a clear message", async () => {
