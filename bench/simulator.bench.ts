@@ -11,18 +11,28 @@
  *    fleet size and rate, to the same sink.
  * 3. The same fleet shape against the real server (1 000 and 10 000 blocks by default): who limits
  *    the run.
+ * 4. The fleet in several processes: `blockkit sim --workers 2` (the built CLI, as a user runs it)
+ *    against the sink with 40 000 blocks by default, the issue's aim on a 2-core machine; the merged
+ *    report's acknowledged rate against the offered one, CPU (all processes and the busiest one) and
+ *    ack latency. 20 000 held polls per process pass the usual hard limit of open files, so the
+ *    bench raises its own limits first where it may (as root, `prlimit`); the sink and the
+ *    simulator inherit them.
  *
  * Each run ramps its blocks up, then warms up for max(3, blocks / 1000) seconds before measuring,
  * so that readings held back while ten thousand blocks activated are sent before the window opens.
  *
  * Env: BENCH_SIM_SINK (block count against the sink, default 10000; 0 skips), BENCH_SIM_STEPS (block
  * counts against the server, comma-separated, default 1000,10000; empty skips), BENCH_SIM_SECONDS
- * (measured seconds, default 6).
+ * (measured seconds, default 6), BENCH_SIM_FLEET (blocks of the several-process run against the
+ * sink, default 40000; 0 skips), BENCH_SIM_WORKERS (its processes, default 2), BENCH_SIM_FILES (the
+ * open-file limit to raise to, default 65536).
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ApiClient } from "../protocol/api-client.js";
+import { descriptorsNeeded, openFileLimit } from "../simulator/fd-limit.js";
 import { validateScenario } from "../simulator/scenario/parse.js";
 import { startBare, startServer } from "./fixtures/procs.js";
 import { figure, machine } from "./lib.js";
@@ -37,9 +47,16 @@ const SINK = Number(process.env.BENCH_SIM_SINK ?? 10_000);
 const STEPS = (process.env.BENCH_SIM_STEPS ?? "1000,10000").split(",").map(Number).filter((n) => n > 0);
 const SECONDS = Number(process.env.BENCH_SIM_SECONDS ?? 6);
 const RAMP = Number(process.env.BENCH_SIM_RAMP ?? 1000);
+const WANTED_FLEET = Number(process.env.BENCH_SIM_FLEET ?? 40_000);
+const WORKERS = Number(process.env.BENCH_SIM_WORKERS ?? 2);
+const FILES = Number(process.env.BENCH_SIM_FILES ?? 65_536);
 
 function scenario(blocks: number, seed: number, perSecond: number) {
-  return validateScenario({
+  return validateScenario(scenarioDoc(blocks, seed, perSecond));
+}
+
+function scenarioDoc(blocks: number, seed: number, perSecond: number) {
+  return {
     name: `capacity-${blocks}`,
     seed,
     blocks: { count: blocks, node_id: "BENCH{seed}N{index:8}" },
@@ -49,7 +66,7 @@ function scenario(blocks: number, seed: number, perSecond: number) {
     duration_s: SECONDS,
     commands: { rate: 0 },
     callbacks: { devices: 0 },
-  });
+  };
 }
 
 /** CPU time of another process (the server or the sink), ms, from /proc (Linux; NaN elsewhere). */
@@ -173,9 +190,67 @@ async function againstSink(): Promise<void> {
   }
 }
 
+/** Raises this process's open-file limits (soft and hard) to `n` where allowed; children inherit them. */
+function raiseFiles(n: number): string {
+  const r = spawnSync("prlimit", ["--pid", String(process.pid), `--nofile=${n}:${n}`], { encoding: "utf8" });
+  return r.status === 0 ? `open files raised to ${n}` : `open files not raised to ${n}: ${(r.stderr || r.error?.message || "").trim()}`;
+}
+
+/**
+ * The largest fleet up to `wanted` that fits the open-file limit: the sink holds every block's poll
+ * in one process, each simulator process its share (simulator/fd-limit.ts). Rounded to 1,000.
+ */
+function fleetThatFits(wanted: number): { blocks: number; why: string } {
+  const limit = openFileLimit();
+  if (limit === null || !Number.isFinite(limit.hard)) return { blocks: wanted, why: "" };
+  const perProcess = (n: number): number => descriptorsNeeded(Math.ceil(n / WORKERS), 1);
+  const sink = (n: number): number => n + WORKERS * 2 * 64 + 128;
+  let n = wanted;
+  while (n > 1000 && (perProcess(n) > limit.hard || sink(n) > limit.hard)) n -= 1000;
+  return n === wanted ? { blocks: n, why: "" } : { blocks: n, why: `; ${wanted} do not fit the hard limit of ${limit.hard} open files per process (the sink holds every poll): ${n} instead` };
+}
+
+/** `blockkit sim --workers N` against the sink, headless, as a user runs it; the merged report. */
+async function fleetInProcesses(): Promise<void> {
+  const files = raiseFiles(FILES);
+  const { blocks: FLEET, why } = fleetThatFits(WANTED_FLEET);
+  const sink = await startBare("bench/fixtures/block-sink.ts");
+  const dir = mkdtempSync(join(tmpdir(), "blockkit-bench-fleet-"));
+  try {
+    const scenarioFile = join(dir, "fleet.json");
+    const reportFile = join(dir, "report.json");
+    writeFileSync(scenarioFile, JSON.stringify(scenarioDoc(FLEET, 3, RAMP)));
+    const args = ["dist/cli/index.js", "sim", "--headless", "--server", `http://127.0.0.1:${sink.port}/rest/v0`, "--token", TOKEN, "--scenario", scenarioFile, "--workers", String(WORKERS), "--report", reportFile, "--progress", "10", "--drain", "10"];
+    const child = spawn(process.execPath, args, { cwd: join(import.meta.dirname, ".."), stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
+    const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
+    process.stdout.write(`\nblockkit sim --workers ${WORKERS} against the sink: ${FLEET} blocks × 1 reading/s (${files}${why}):\n`);
+    if (code !== 0 && code !== 1) {
+      process.stdout.write(`  the run failed (exit ${code}):\n${stderr}\n`);
+      return;
+    }
+    const r = JSON.parse(readFileSync(reportFile, "utf8")) as import("../simulator/merge.js").MergedReport;
+    figure("  blocks activated", r.blocks.activated, `of ${FLEET}`);
+    figure("  acknowledged", r.events_per_s, "events/s", { name: "offered", value: FLEET });
+    figure("  simulator CPU, all processes", r.simulator.cpu_percent_total, `% of one core (${r.simulator.processes} processes)`);
+    figure("  simulator CPU, busiest process", r.simulator.cpu_percent, "% of one core");
+    figure("  simulator CPU per event", r.simulator.cpu_us_per_event ?? Number.NaN, "µs");
+    figure("  ingest ack p50", r.latency_ms.ingest.p50 ?? Number.NaN, "ms");
+    figure("  ingest ack p99", r.latency_ms.ingest.p99 ?? Number.NaN, "ms");
+    figure("  send window full", r.simulator.send_window.full_percent, "% of the time (most limited process)");
+    figure("  errors", r.counts.errors, Object.keys(r.errors_by_kind).join(", ") || "");
+    process.stdout.write(`  limited by: ${r.simulator.bottleneck} (${r.simulator.reason})\n`);
+  } finally {
+    await sink.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<void> {
   process.stdout.write(`machine: ${machine()}\n`);
   if (SINK > 0) await againstSink();
+  if (WANTED_FLEET > 0) await fleetInProcesses();
   if (STEPS.length === 0) return;
   const dir = mkdtempSync(join(tmpdir(), "blockkit-bench-sim-"));
   const server = await startServer(dir, TOKEN);
