@@ -24,8 +24,9 @@
  * Env: BENCH_SIM_SINK (block count against the sink, default 10000; 0 skips), BENCH_SIM_STEPS (block
  * counts against the server, comma-separated, default 1000,10000; empty skips), BENCH_SIM_SECONDS
  * (measured seconds, default 6), BENCH_SIM_FLEET (blocks of the several-process run against the
- * sink, default 40000; 0 skips), BENCH_SIM_WORKERS (its processes, default 2), BENCH_SIM_FILES (the
- * open-file limit to raise to, default 65536).
+ * sink, default 40000; 0 skips, and so does BENCH_SIM_SINK=0), BENCH_SIM_WORKERS (its processes,
+ * default 2), BENCH_SIM_FILES (the open-file limit to raise to, default 65536), BENCH_ONLY (one part:
+ * sink, fleet or server).
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -249,9 +250,12 @@ async function fleetInProcesses(): Promise<void> {
 
 async function main(): Promise<void> {
   process.stdout.write(`machine: ${machine()}\n`);
-  if (SINK > 0) await againstSink();
-  if (WANTED_FLEET > 0) await fleetInProcesses();
-  if (STEPS.length === 0) return;
+  const only = process.env.BENCH_ONLY;
+  const part = (name: string): boolean => only === undefined || only === "" || only === name;
+  if (SINK > 0 && part("sink")) await againstSink();
+  // BENCH_SIM_SINK=0 (the server steps alone) skips it too, unless it is the part asked for.
+  if (WANTED_FLEET > 0 && (only === "fleet" || (SINK > 0 && part("fleet")))) await fleetInProcesses();
+  if (STEPS.length === 0 || !part("server")) return;
   const dir = mkdtempSync(join(tmpdir(), "blockkit-bench-sim-"));
   const server = await startServer(dir, TOKEN);
   try {
