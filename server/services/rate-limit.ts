@@ -44,8 +44,12 @@ export class RateLimiter {
     if (b) b.tokens = Math.min(this.options.burst, b.tokens + 1);
   }
 
-  /** Takes one request from the key's bucket; false (and nothing taken) when it is empty. */
-  tryTake(key: string): boolean {
+  /**
+   * Takes one request from the key's bucket; false (and nothing taken) when it is empty. `report`
+   * false: an empty bucket is not told to `onLimited`, for a caller that hands the request to a
+   * path that takes (and reports) again (the fast ingest lane), so that one refusal counts once.
+   */
+  tryTake(key: string, report = true): boolean {
     if (this.options.perSecond <= 0) return true;
     const now = this.clock();
     const b = this.buckets.get(key);
@@ -57,7 +61,7 @@ export class RateLimiter {
     b.tokens = Math.min(this.options.burst, b.tokens + (Math.max(0, now - b.at) / 1000) * this.options.perSecond);
     b.at = now;
     if (b.tokens < 1) {
-      this.onLimited?.();
+      if (report) this.onLimited?.();
       return false;
     }
     b.tokens -= 1;
