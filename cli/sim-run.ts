@@ -84,6 +84,7 @@ export async function runSim(flags: SimFlags): Promise<void> {
       callbackHost: flags.callbackHost,
       callbackPublicHost: flags.callbackPublicHost,
       drainTimeoutMs: flags.drain * 1000,
+      transport: flags.transport,
     });
   if (flags.workerPart) {
     await runWorker(runnerFor(flags.workerPart));

@@ -35,6 +35,8 @@ export interface SimFlags {
   cleanup?: boolean;
   shard?: FleetPartFlag;
   workers?: number;
+  /** The client of the blocks' readings and uploads: the simulator's own HTTP/1.1 client, or undici. */
+  transport: "http1" | "undici";
   /** Internal: this process is worker `index` of the part's processes (cli/sim-workers.ts). */
   workerPart?: FleetPartFlag;
 }
@@ -80,6 +82,7 @@ export function registerSim(program: Command): void {
       `processes to run the fleet in, with one merged TUI or report (default: the number of cores, ${availableParallelism()} here, but at most one per ${BLOCKS_PER_WORKER} blocks: a small fleet stays in one process)`,
       positiveInt,
     )
+    .addOption(new Option("--transport <client>", "HTTP client of the blocks' readings and uploads: the simulator's own HTTP/1.1 client, or undici").choices(["http1", "undici"]).default("http1"))
     .addOption(new Option("--worker-part <i/n>").hideHelp().argParser(part))
     .action(async (flags: SimFlags) => {
       const { runSim } = await import("./sim-run.js");

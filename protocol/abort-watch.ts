@@ -3,7 +3,7 @@
  * its life and makes thousands of calls with it, so each signal gets one `abort` listener (on its
  * first call) and a set of the calls in flight, instead of an addEventListener/removeEventListener
  * pair per call (Node's EventTarget made that pair a tenth of the simulator's CPU at ten thousand
- * calls a second). The block transports (undici-transport.ts, http1-transport.ts) use it.
+ * calls a second). The block transports (undici-transport.ts here, the simulator's simulator/transport/exchange.ts) use it.
  */
 
 /** The error a call aborted by `signal` fails with: the signal's reason, or an AbortError. */

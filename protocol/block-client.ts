@@ -123,17 +123,17 @@ export class BlockClient {
 
   /** POST /block/:node/heartbeat with an array of readings (1..1000). */
   async heartbeat(token: string, readings: WireReading[], signal?: AbortSignal): Promise<void> {
-    await this.call("POST", this.blockUrl("heartbeat"), { token, body: readings, signal });
+    await this.call("POST", this.blockUrl("heartbeat"), { token, body: readings, signal, idempotent: readings.every((r) => r.KEY !== undefined) });
   }
 
   /** POST /block/:node/data with one reading. */
   async data(token: string, reading: WireReading, signal?: AbortSignal): Promise<void> {
-    await this.call("POST", this.blockUrl("data"), { token, body: reading, signal });
+    await this.call("POST", this.blockUrl("data"), { token, body: reading, signal, idempotent: reading.KEY !== undefined });
   }
 
   /** POST /block/:node/config with one config event. */
   async config(token: string, event: WireConfig, signal?: AbortSignal): Promise<void> {
-    await this.call("POST", this.blockUrl("config"), { token, body: event, signal });
+    await this.call("POST", this.blockUrl("config"), { token, body: event, signal, idempotent: event.KEY !== undefined });
   }
 
   /** One commands long-poll: resolves with the queued commands (possibly none) when the hold ends. */
@@ -162,7 +162,7 @@ export class BlockClient {
   private async call(
     method: "GET" | "POST",
     url: string,
-    o: { token?: string; body?: unknown; raw?: Uint8Array; contentType?: string; signal?: AbortSignal; hold?: boolean; json?: boolean },
+    o: { token?: string; body?: unknown; raw?: Uint8Array; contentType?: string; signal?: AbortSignal; hold?: boolean; json?: boolean; idempotent?: boolean },
   ): Promise<{ status: number; json: unknown }> {
     const headers: Record<string, string> = {};
     if (o.token) headers["x-service-token"] = o.token;
@@ -185,6 +185,8 @@ export class BlockClient {
         body,
         signal: o.signal,
         timeoutMs: o.hold ? this.holdTimeoutMs : this.timeoutMs,
+        // A snapshot upload has no idempotency key: never sent twice.
+        idempotent: method === "GET" || o.idempotent === true,
       });
       status = res.status;
       answer = res.body;

@@ -6,6 +6,7 @@
  *   HTTP parser), a quarter of the gateway's memory budget.
  * - UndiciTransport (`./undici-transport.ts`): a shared undici dispatcher, for the simulator's
  *   thousands of blocks. BlockClient loads that module only when it is given a dispatcher.
+ * The simulator has a third of its own for its readings (simulator/transport/http1-transport.ts).
  */
 import * as http from "node:http";
 import type * as https from "node:https";
@@ -21,6 +22,12 @@ export interface TransportRequest {
   timeoutMs: number;
   /** Largest answer body accepted, bytes; a larger one fails the exchange. Default: no limit. */
   maxBytes?: number;
+  /**
+   * The request may reach the server twice: a GET, or a POST whose body carries an idempotency
+   * KEY (the server stores a reading once). Only such a request is sent again after a kept-alive
+   * connection closed under it; any other (a snapshot upload) fails instead. Default: true for GET.
+   */
+  idempotent?: boolean;
 }
 
 export interface TransportResponse {
@@ -78,8 +85,8 @@ export class NodeHttpTransport implements BlockTransport {
     } catch (err) {
       // A kept-alive connection the server closed just as this request went out: nothing was
       // answered, so it is sent once more on a fresh connection (Node's advice, see
-      // `request.reusedSocket`). Block calls are safe to repeat: readings carry an idempotency KEY.
-      if (err instanceof StaleSocketError) return this.exchange(r, false);
+      // `request.reusedSocket`), if it may reach the server twice (a GET, a reading with its KEY).
+      if (err instanceof StaleSocketError && (r.idempotent ?? r.method === "GET")) return this.exchange(r, false);
       throw err;
     }
   }

@@ -12,6 +12,7 @@ import { CallbackRegistrar } from "./fleet/callbacks.js";
 import { Chaos } from "./fleet/chaos.js";
 import { CommandDriver } from "./fleet/commands.js";
 import { Fleet } from "./fleet/fleet.js";
+import type { ShortCallClient } from "./fleet/transport.js";
 import { SelfLoad } from "./metrics/load.js";
 import { Metrics } from "./metrics/metrics.js";
 import { Random } from "./random.js";
@@ -42,6 +43,8 @@ export interface SimOptions {
   /** Longest wait for outboxes to drain at the end, ms. Default 15 000. */
   drainTimeoutMs?: number;
   clock?: () => number;
+  /** The client of the blocks' readings and uploads (`--transport`). Default "http1": the simulator's own. */
+  transport?: ShortCallClient;
 }
 
 export class SimRunner {
@@ -94,6 +97,7 @@ export class SimRunner {
       log,
       onCommand: (b, d, cmd) => this.commands.arrived(b, d, cmd),
       clock: o.clock,
+      transport: o.transport,
     });
     const rng = new Random(this.s.seed);
     this.commands = new CommandDriver(this.fleet, this.api, this.metrics, this.s.commands.rate, rng.child(o.part ? `commands/${o.part.index}` : "commands"), log, this.clock);

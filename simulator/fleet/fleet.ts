@@ -10,7 +10,7 @@ import { inPart } from "../part.js";
 import { Random } from "../random.js";
 import type { FleetPart } from "../report.js";
 import { type LoadedScenario, nodeIdFor } from "../scenario/parse.js";
-import { type FleetTransport, PIPELINING, SHORT_CONNECTIONS, fleetTransport } from "./transport.js";
+import { type FleetTransport, PIPELINING, SHORT_CONNECTIONS, type ShortCallClient, fleetTransport } from "./transport.js";
 import { Scheduler } from "./scheduler.js";
 import { FleetSendWindow } from "./send-window.js";
 import { type SimDevice, VirtualBlock } from "./virtual-block.js";
@@ -30,6 +30,8 @@ export interface FleetOptions {
   log(level: "info" | "warn" | "error", text: string): void;
   onCommand(block: VirtualBlock, device: SimDevice, cmd: Command): void;
   clock?: () => number;
+  /** The client of the blocks' readings and uploads (`--transport`). Default "http1": the simulator's own. */
+  transport?: ShortCallClient;
 }
 
 export class Fleet {
@@ -51,7 +53,7 @@ export class Fleet {
   constructor(private readonly o: FleetOptions) {
     this.scheduler = new Scheduler(o.clock ?? Date.now);
     this.rng = new Random(o.scenario.seed);
-    this.http = fleetTransport();
+    this.http = fleetTransport(SHORT_CONNECTIONS, PIPELINING, o.transport);
     const s = o.scenario;
     const targets = o.targets && o.targets.length > 0 ? o.targets : [{ baseUrl: o.baseUrl, streamUrl: o.streamUrl }];
     for (let i = 0; i < s.blocks.count; i++) {

@@ -5,21 +5,26 @@
  * connections. Mixing them in one pool would have the short calls scan past ten thousand busy
  * long-poll connections to find a free one.
  *
- * Short calls to a plain-http server go through the lean HTTP/1.1 client
- * (protocol/http1-transport.ts), pipelined: the calls of one tick share a connection and leave in
- * one write. At ten thousand readings a second, undici's dispatch path was two thirds of the
- * simulator's CPU per event, and a write per request a fifth of it. Short calls to an https server
- * go through a second undici agent with as many connections (not pipelined).
+ * Short calls to a plain-http server go through the simulator's own HTTP/1.1 client
+ * (simulator/transport/), pipelined: the calls of one tick share a connection and leave in one
+ * write. At ten thousand readings a second, undici's dispatch path was two thirds of the
+ * simulator's CPU per event, and a write per request a fifth of it. With `kind` "undici"
+ * (`blockkit sim --transport undici`) they go through an undici agent with as many connections
+ * instead, as do short calls to an https server in either case.
  */
 import { Agent } from "undici";
-import { Http1Transport } from "../../protocol/http1-transport.js";
 import type { BlockTransport, TransportRequest, TransportResponse } from "../../protocol/transport.js";
 import { UndiciTransport } from "../../protocol/undici-transport.js";
+import { Http1Transport } from "../transport/http1-transport.js";
 
 export interface FleetTransport {
   transport: BlockTransport;
   close(): Promise<void>;
 }
+
+/** The client of the blocks' short calls: the simulator's own HTTP/1.1 client, or undici. */
+export type ShortCallClient = "http1" | "undici";
+export const SHORT_CALL_CLIENTS: readonly ShortCallClient[] = ["http1", "undici"];
 
 const HELD = /\/(commands|activate)(\?|$)/;
 
@@ -28,15 +33,16 @@ export const SHORT_CONNECTIONS = 32;
 /** Short calls in flight on one of them at most (HTTP/1.1 pipelining). */
 export const PIPELINING = 8;
 
-export function fleetTransport(shortConnections = SHORT_CONNECTIONS, pipelining = PIPELINING): FleetTransport {
+export function fleetTransport(shortConnections = SHORT_CONNECTIONS, pipelining = PIPELINING, kind: ShortCallClient = "http1"): FleetTransport {
+  if (!SHORT_CALL_CLIENTS.includes(kind)) throw new TypeError(`fleetTransport: kind must be one of ${SHORT_CALL_CLIENTS.join(", ")}, got ${String(kind)}`);
   const held = new Agent({ keepAliveTimeout: 60_000, connections: null, pipelining: 1 });
   const secure = new Agent({ keepAliveTimeout: 60_000, connections: shortConnections, pipelining: 1 });
-  const lean = new Http1Transport({ connections: shortConnections, pipelining });
-  const router = new Router(new UndiciTransport(held), lean, new UndiciTransport(secure));
+  const lean = kind === "http1" ? new Http1Transport({ connections: shortConnections, pipelining }) : null;
+  const router = new Router(new UndiciTransport(held), lean ?? new UndiciTransport(secure), new UndiciTransport(secure));
   return {
     transport: router,
     close: async () => {
-      await Promise.all([held.close(), secure.close(), lean.close()]);
+      await Promise.all([held.close(), secure.close(), lean?.close()]);
     },
   };
 }
@@ -45,13 +51,13 @@ export function fleetTransport(shortConnections = SHORT_CONNECTIONS, pipelining 
 class Router implements BlockTransport {
   constructor(
     private readonly held: BlockTransport,
-    private readonly lean: BlockTransport,
+    private readonly plain: BlockTransport,
     private readonly secure: BlockTransport,
   ) {}
 
   send(r: TransportRequest): Promise<TransportResponse> {
     if (HELD.test(r.url)) return this.held.send(r);
-    return r.url.startsWith("http://") ? this.lean.send(r) : this.secure.send(r);
+    return r.url.startsWith("http://") ? this.plain.send(r) : this.secure.send(r);
   }
 
   async close(): Promise<void> {

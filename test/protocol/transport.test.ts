@@ -11,7 +11,7 @@ import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { BlockClient, BlockClientError } from "../../protocol/block-client.js";
 import { type BlockTransport, NodeHttpTransport, TimeoutError, type TransportResponse } from "../../protocol/transport.js";
-import { Http1Transport } from "../../protocol/http1-transport.js";
+import { Http1Transport } from "../../simulator/transport/http1-transport.js";
 import { UndiciTransport } from "../../protocol/undici-transport.js";
 import { freePort } from "../helpers/process.js";
 
@@ -231,6 +231,19 @@ describe("node:http transport", () => {
     }
   });
 
+  it("does not send a POST again that is not marked idempotent", async () => {
+    const t = new NodeHttpTransport();
+    try {
+      const before = accepted;
+      const upload = { method: "POST" as const, body: Uint8Array.from([1, 2]) };
+      expect((await t.send(req("/drop-second", upload))).status).toBe(404);
+      await expect(t.send(req("/drop-second", upload))).rejects.toThrow();
+      expect(accepted - before).toBe(1);
+    } finally {
+      await t.close();
+    }
+  });
+
   it("names its timeouts and checks its options", () => {
     expect(new TimeoutError("x").code).toBe("ETIMEDOUT");
     expect(() => new NodeHttpTransport({ maxSockets: 0 })).toThrow(/maxSockets must be a positive integer, got 0/);
@@ -343,6 +356,20 @@ describe("lean HTTP/1.1 transport", () => {
     expect(accepted - before).toBe(2);
     // A first request on a fresh connection that is dropped fails: nothing to blame on staleness.
     await expect(t.send(req("/drop"))).rejects.toThrow(/closed before the answer/);
+  });
+
+  it("never sends a request twice that may not reach the server twice (a snapshot upload)", async () => {
+    t = new Http1Transport({ connections: 1 });
+    const upload = { method: "POST" as const, body: Uint8Array.from([0xff, 0xd8]), headers: { "content-type": "image/jpeg" } };
+    const before = accepted;
+    expect((await t.send(req("/drop-second", upload))).status).toBe(404);
+    // The kept-alive connection is dropped under the second upload: it fails, and is not sent again.
+    await expect(t.send(req("/drop-second", upload))).rejects.toThrow(/closed before the answer/);
+    expect(accepted - before).toBe(1);
+    // A reading with its idempotency KEY may be: it goes again on a fresh connection.
+    expect((await t.send(req("/drop-second", { method: "POST", body: '{"KEY":"k1"}', idempotent: true }))).status).toBe(404);
+    expect((await t.send(req("/drop-second", { method: "POST", body: '{"KEY":"k2"}', idempotent: true }))).status).toBe(404);
+    expect(accepted - before).toBe(3);
   });
 
   it("refuses https and URLs it cannot use, and header values with line breaks", async () => {

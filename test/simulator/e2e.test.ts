@@ -134,6 +134,19 @@ describe("blockkit sim against a real server", () => {
     expect(report.passed).toBe(true);
   });
 
+  it("sends the readings through undici with --transport undici, and refuses a client it does not know", { timeout: 30_000 }, async () => {
+    const reportFile = join(dir, "undici-report.json");
+    const args = ["--headless", "--server", baseUrl, "--token", TOKEN, "--blocks", "3", "--devices", "1", "--rate", "5", "--duration", "1", "--seed", "9", "--workers", "1"];
+    const run = await sim([...args, "--transport", "undici", "--report", reportFile]);
+    expect(run.code, run.stderr).toBe(0);
+    const report = JSON.parse(readFileSync(reportFile, "utf8")) as Report;
+    expect(report.counts.events_acked).toBeGreaterThan(0);
+    expect(report.counts.errors).toBe(0);
+    const bad = await sim([...args, "--transport", "curl"]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/Allowed choices are http1, undici/);
+  });
+
   it("a broken threshold gives exit code 1 and says which", { timeout: 30_000 }, async () => {
     const scenario = join(dir, "strict.json");
     writeFileSync(scenario, JSON.stringify({ blocks: { count: 3, node_id: "STRICT{index:8}" }, devices: [{ type: "temperature", rate: 5 }], thresholds: ["events_acked < 1"] }));
