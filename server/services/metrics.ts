@@ -76,6 +76,7 @@ export class ServerMetrics {
     kept("blockkit_rule_failures_total", "Rule runs stopped by a failing action", () => a.engine.stats.failed);
     kept("blockkit_rule_dropped_total", "Rule firings dropped (fired faster than it runs)", () => a.engine.stats.dropped);
     kept("blockkit_rule_loops_total", "Rule firings refused because the rule's own action chain caused the event", () => a.engine.stats.loops);
+    kept("blockkit_rule_suspended_total", "Rules suspended for firing too fast for too long (the loop backstop)", () => a.engine.stats.suspended);
     keptByLabel("blockkit_limit_hits_total", "Times a limit bit (connections, timeouts, holds, rate limits)", "limit", () => s.limits.hits);
     kept("blockkit_store_errors_total", "Requests refused for a store failure, and failed ingest commits", () => s.storeHealth.state().refused + s.ingest.stats.failedBatches);
     gauge("blockkit_store_ok", "1 when the store writes, 0 while degraded", () => (s.storeHealth.state().ok ? 1 : 0));

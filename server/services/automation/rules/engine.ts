@@ -16,6 +16,7 @@ import { handler } from "./handlers/index.js";
 import type { ActionDeps, ActionHandler, Params, PreconditionHandler, RunContext } from "./handlers/types.js";
 import { DeviceValues } from "./store-view.js";
 import { MAX_CAUSE_CHAIN, runCaused } from "./cause.js";
+import { FiringRate, type FiringRateOptions } from "./firing-rate.js";
 import { RuleJobs } from "./jobs.js";
 
 export interface RuleEngineOptions {
@@ -41,6 +42,8 @@ export interface RuleEngineOptions {
    * (how soon another instance resumes the runs of one that died). Default 10 000.
    */
   leaseMs?: number | undefined;
+  /** The firing-rate backstop (firing-rate.ts): more than 20 firings a second for 5 seconds suspends a rule. */
+  firingRate?: FiringRateOptions;
 }
 
 /** Bus channel announcing a changed rule id, so that every process's index follows CRUD. */
@@ -67,7 +70,7 @@ interface Compiled {
   pre: { h: PreconditionHandler; params: Params; guid: string }[];
   actions: { h: ActionHandler; params: Params }[];
   /** Shared by the versions of one rule, so an update keeps its timeout and its queue. */
-  state: { lastFired: number | null; pending: number; chain: Promise<void> };
+  state: { lastFired: number | null; pending: number; chain: Promise<void>; rate: FiringRate };
 }
 
 export class RuleEngine {
@@ -90,7 +93,8 @@ export class RuleEngine {
   private unsubscribeResync: (() => void) | undefined;
   private readonly tag = randomUUID();
   private flushing: Promise<void> | null = null;
-  readonly stats = { fired: 0, runs: 0, failed: 0, dropped: 0, loops: 0 };
+  private readonly firingRate: Required<FiringRateOptions>;
+  readonly stats = { fired: 0, runs: 0, failed: 0, dropped: 0, loops: 0, suspended: 0 };
 
   constructor(
     private readonly store: Store,
@@ -107,6 +111,7 @@ export class RuleEngine {
     this.maxPending = options.maxPending ?? 16;
     this.runsPerTurn = options.runsPerTurn ?? 64;
     this.shared = options.shared ?? false;
+    this.firingRate = { maxFiringsPerSecond: 20, hotSeconds: 5, ...options.firingRate };
     this.jobs =
       this.shared && store.ruleJobs
         ? new RuleJobs(store.ruleJobs, options.leaseMs ?? 10_000, (job) => this.resume(job), log, clock)
@@ -172,7 +177,12 @@ export class RuleEngine {
       removed: false,
       pre: [],
       actions: [],
-      state: old?.state ?? { lastFired: null, pending: 0, chain: Promise.resolve() },
+      state: old?.state ?? {
+        lastFired: null,
+        pending: 0,
+        chain: Promise.resolve(),
+        rate: new FiringRate(this.firingRate.maxFiringsPerSecond, this.firingRate.hotSeconds),
+      },
     };
     for (const p of row.preconditions) {
       const h = handler(p.handler);
@@ -276,6 +286,10 @@ export class RuleEngine {
       this.record({ rule_id: rule.id, ts: now, ok: false, steps: [], error }, rule.userId);
       return;
     }
+    if (st.rate.fired(now)) {
+      this.suspendRunaway(rule, now);
+      return;
+    }
     if (st.pending >= this.maxPending) {
       this.stats.dropped++;
       this.log.warn({ rid: rule.id }, "rule fired faster than it runs: firing dropped");
@@ -308,6 +322,27 @@ export class RuleEngine {
       })
       .catch((err: unknown) => this.log.error({ err, rid: rule.id }, "rule run failed unexpectedly"))
       .finally(() => st.pending--);
+  }
+
+  /**
+   * A rule fired too fast for too long (firing-rate.ts): out of the index at once, then suspended
+   * in the store (every instance hears of it), and why recorded in its history.
+   */
+  private suspendRunaway(rule: Compiled, now: number): void {
+    this.stats.suspended++;
+    rule.suspended = true;
+    this.unindex(rule);
+    const error = rule.state.rate.describe();
+    rule.state.rate.reset();
+    this.log.warn({ rid: rule.id, perSecond: rule.state.rate.perSecond, seconds: rule.state.rate.seconds }, "rule fired too fast for too long: suspended");
+    this.record({ rule_id: rule.id, ts: now, ok: false, steps: [], error }, rule.userId);
+    const suspend = async (): Promise<void> => {
+      await this.store.rules.setSuspended(rule.id, true);
+      const row = await this.store.rules.get(rule.id);
+      if (row) await this.sync(row);
+      this.announce(rule.id);
+    };
+    suspend().catch((err: unknown) => this.log.error({ err, rid: rule.id }, "suspending a runaway rule failed"));
   }
 
   /**
