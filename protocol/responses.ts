@@ -11,10 +11,11 @@ const Flag = Type.Union([Type.Literal(0), Type.Literal(1)]);
 const EpochMs = (description: string) => Type.Integer({ description: `${description}, epoch milliseconds` });
 const Value = Type.Union([Type.String(), Type.Number()]);
 
-/** The envelope of a success, with `data` when given. */
-export function okEnvelope(data?: TSchema) {
+/** The envelope of a success, with `data` when given (absent in some answers when `optional`). */
+export function okEnvelope(data?: TSchema, optional = false) {
   const base = { result: Type.Literal(1), error: Type.Null(), id: Type.Literal(0) };
-  return data === undefined ? Type.Object(base) : Type.Object({ ...base, data });
+  if (data === undefined) return Type.Object(base);
+  return Type.Object({ ...base, data: optional ? Type.Optional(data) : data });
 }
 
 /** Every refusal: `result` 0 and `error` a sentence naming the field or resource at fault. */
@@ -109,6 +110,8 @@ export const SubDeviceCreated = Type.Object({
   token: Type.Optional(Type.String({ description: "webhook sensors only: the secret of the tickle path, shown once" })),
   secret: Type.Optional(Type.String({ description: "webhook actuators only: the key of the HMAC-SHA256 signature of the service's calls to its url" })),
 });
+
+export const SubDeviceTokenOnly = Type.Object({ token: Type.String({ description: "the new tickle token of a sub-device that became a webhook sensor, shown once" }) });
 
 export const Block = Type.Object({
   date_created: EpochMs("claimed"),

@@ -49,6 +49,8 @@ export interface Answer {
   description: string;
   /** `data` of the success envelope (omit for the envelope alone). */
   data?: TSchema;
+  /** `data` is present in some of these answers only. */
+  dataOptional?: true;
   /** A body that is not the envelope (JSON unless `type` says otherwise). */
   body?: TSchema;
   /** Media type of a non-JSON body (image/jpeg, text/html…); its schema is then a string. */
@@ -164,7 +166,7 @@ function answerSchema(a: Answer): Record<string, unknown> {
     const schema = a.type.startsWith("image/") ? { type: "string", format: "binary" } : { type: "string" };
     return { description: a.description, content: { [a.type]: { schema } }, ...headers };
   }
-  return { ...(a.body ?? okEnvelope(a.data)), description: a.description, ...headers };
+  return { ...(a.body ?? okEnvelope(a.data, a.dataOptional)), description: a.description, ...headers };
 }
 
 /** @fastify/swagger's per-route transform: the documented answers, security and servers. */

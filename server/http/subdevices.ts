@@ -14,7 +14,7 @@ import type { Services } from "../services/index.js";
 import { hashToken } from "../services/secrets.js";
 import { userOf } from "./auth.js";
 import { doc } from "./openapi.js";
-import { DataPoints, SubDeviceCreated } from "../../protocol/responses.js";
+import { DataPoints, SubDeviceCreated, SubDeviceTokenOnly } from "../../protocol/responses.js";
 
 const UNKNOWN = "No device with this GUID among yours, or it has no such sub-device.";
 const RULES =
@@ -66,7 +66,7 @@ export function subDeviceRoutes(app: FastifyInstance, s: Services): void {
             "Fields given replace the stored ones, under the same rules as creation. A sub-device that becomes a webhook " +
             "sensor gets a new tickle token, returned in `data.token` (the only case with `data`); one that stops being " +
             "one loses its token.",
-          ok: { 200: { description: "Changed (with `data.token` when a new tickle token was made).", data: SubDeviceCreated } },
+          ok: { 200: { description: "Changed (with `data.token` when a new tickle token was made).", data: SubDeviceTokenOnly, dataOptional: true } },
           errors: { 400: "A field is malformed or does not suit the parent.", 404: UNKNOWN },
         }),
         params: SubDeviceParams,

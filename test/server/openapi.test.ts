@@ -8,7 +8,12 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { Ajv } from "ajv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Static } from "@sinclair/typebox";
 import Fastify from "fastify";
+import type { BlockJson, CallbackJson, DataPoint, DeviceJson, HeartbeatRecord, RuleJson, UserJson } from "../../protocol/api-types.js";
+import type { CallbackPayload } from "../../protocol/automation.js";
+import type { CommandsResponse } from "../../protocol/payloads.js";
+import type * as R from "../../protocol/responses.js";
 import { DOCS_PREFIX, doc as routeDoc, docsPolicy, installDocs, openapiDocument } from "../../server/http/openapi.js";
 import { REFERENCE_COMMAND, REFERENCE_PATH, referenceText } from "../../server/reference.js";
 import { asBlock, asUser, freshNode } from "../helpers/core.js";
@@ -22,6 +27,24 @@ type Operation = {
   servers?: { url: string }[];
 };
 type Doc = { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, unknown> } };
+
+// The documented answers (protocol/responses.ts) and the types clients compile against (api-types.ts)
+// describe the same shapes: `npm run check` fails when one changes without the other.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Within<A, B> = [A] extends [B] ? true : false;
+export const responsesMatchTypes: [
+  Same<Static<typeof R.Device>, DeviceJson>,
+  Same<Static<typeof R.Heartbeat>, HeartbeatRecord>,
+  Same<Static<typeof R.DataPoints>, DataPoint[]>,
+  Same<Static<typeof R.Block>, BlockJson>,
+  Same<Static<typeof R.Rule>, RuleJson>,
+  Same<Static<typeof R.User>, UserJson>,
+  Same<Static<typeof R.CallbackDelivery>, CallbackPayload>,
+  // This server always sends the secret; the client type allows a server that does not.
+  Within<Static<typeof R.Callback>, CallbackJson>,
+  // A constrained client (Ninja Arduino) gets commands without GUID; the others always with.
+  Within<CommandsResponse, Static<typeof R.Commands>>,
+] = [true, true, true, true, true, true, true, true, true];
 
 const ROOT = join(import.meta.dirname, "../..");
 const UI_STATIC = join(createRequire(import.meta.url).resolve("@fastify/swagger-ui/package.json"), "../static");
@@ -120,7 +143,20 @@ describe("the API reference", () => {
     check("get", "/rest/v0/block/{nodeId}/commands", 200, (await asBlock(t, node, bt, "commands")).body);
     check("get", "/rest/v0/block/{nodeId}/activate", 200, JSON.parse((await t.api({ method: "GET", url: `/block/${freshNode("OPENAPI")}/activate?user_access_token=${t.token}` })).body));
     check("get", "/rest/v0/block/{nodeId}/activate", 401, JSON.parse((await t.api({ method: "GET", url: `/block/${node}/activate?user_access_token=nope` })).body));
-    check("get", "/auth/webhook", 200, JSON.parse((await t.server.api.inject({ method: "GET", url: `/auth/webhook?user_access_token=${t.token}` })).body));
+    const webhooks = JSON.parse((await t.server.api.inject({ method: "GET", url: `/auth/webhook?user_access_token=${t.token}` })).body) as { data: { guid: string } };
+    check("get", "/auth/webhook", 200, webhooks);
+    const hooks = webhooks.data.guid;
+    const sensor = await asUser<{ data: { id: string; token: string } }>(t, "POST", `/device/${hooks}/subdevice`, { category: "webhook", type: "sensor", shortName: "door bell" });
+    check("post", "/rest/v0/device/{guid}/subdevice", 200, sensor.body);
+    const tickle = await t.api({ method: "POST", url: `/device/${hooks}/subdevice/${sensor.body.data.id}/tickle/${sensor.body.data.token}` });
+    check("post", "/rest/v0/device/{deviceGuid}/subdevice/{subDeviceId}/tickle/{token}", 200, JSON.parse(tickle.body));
+    check("get", "/rest/v0/device/{guid}/subdevice/{subdeviceId}/data", 200, (await asUser(t, "GET", `/device/${hooks}/subdevice/${sensor.body.data.id}/data?interval=1day`)).body);
+    const tickled = await t.api({ method: "POST", url: `/device/${hooks}/subdevice/${sensor.body.data.id}/tickle/wrong` });
+    check("post", "/rest/v0/device/{deviceGuid}/subdevice/{subDeviceId}/tickle/{token}", 401, JSON.parse(tickled.body));
+    check("put", "/rest/v0/device/{guid}/subdevice/{subdeviceId}", 200, (await asUser(t, "PUT", `/device/${hooks}/subdevice/${sensor.body.data.id}`, { shortName: "front door" })).body);
+    check("post", "/rest/v0/device/{guid}/callback", 409, (await asUser(t, "POST", `/device/${temp}/callback`, { url: "http://127.0.0.1:9/cb" })).body);
+    check("get", "/rest/v0/rule/{rid}", 404, (await asUser(t, "GET", "/rule/999999")).body);
+    check("get", "/rest/v0/devices", 401, (await asUser(t, "GET", "/devices", undefined, "not-a-token")).body);
     check("get", "/healthz", 200, JSON.parse((await t.server.api.inject({ method: "GET", url: "/healthz" })).body));
   });
 
