@@ -115,7 +115,7 @@ export const SubDeviceTokenOnly = Type.Object({ token: Type.String({ description
 
 export const Block = Type.Object({
   date_created: EpochMs("claimed"),
-  last_active: EpochMs("last request with the block's token"),
+  last_active: EpochMs("the block's last request with its token (recorded at most every 10 s)"),
   short_name: Type.String(),
 });
 
