@@ -4,12 +4,12 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { BlockJson, RuleJson } from "../../protocol/api-types.js";
 import { BlockClient } from "../../protocol/block-client.js";
-import { type Live, lines, startLive } from "./helpers.js";
+import { type Live, lines, startCli } from "./helpers.js";
 
 describe("blockkit blocks", () => {
   let live: Live;
   beforeAll(async () => {
-    live = await startLive();
+    live = await startCli();
     await live.block("CLIBLOCKS001");
   });
   afterAll(async () => {
@@ -37,7 +37,7 @@ describe("blockkit blocks", () => {
   });
 
   it("claims a block that waits for activation: the block then gets its token", async () => {
-    const client = new BlockClient({ baseUrl: live.urls.baseUrl, nodeId: "CLICLAIM0001", holdTimeoutMs: 10_000 });
+    const client = new BlockClient({ baseUrl: live.baseUrl, nodeId: "CLICLAIM0001", holdTimeoutMs: 10_000 });
     try {
       const early = await live.run(["blocks", "claim", "CLICLAIM0001"]);
       expect(early.code).toBe(1);
@@ -70,7 +70,7 @@ describe("blockkit rules", () => {
   });
 
   beforeAll(async () => {
-    live = await startLive();
+    live = await startCli();
     const block = await live.block("CLIRULES0001");
     await block.send(5, "0");
     await block.send(1002, "0");

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DataPoint, DeviceJson, HeartbeatRecord } from "../../protocol/api-types.js";
-import { type Live, TOKEN, type TestBlock, lines, startLive } from "./helpers.js";
+import { ADMIN_TOKEN } from "../helpers/live.js";
+import { type Live, type TestBlock, lines, startCli } from "./helpers.js";
 
 describe("blockkit devices / device", () => {
   let live: Live;
@@ -11,7 +12,7 @@ describe("blockkit devices / device", () => {
   const lastHour = Math.floor(Date.now() / hour) * hour - hour;
 
   beforeAll(async () => {
-    live = await startLive();
+    live = await startCli();
     block = await live.block("CLIDEVICES01");
     relay = await block.send(1002, "0");
     await block.send(9, "10", { TIMESTAMP: lastHour + 1_000 });
@@ -101,14 +102,14 @@ describe("blockkit devices / device", () => {
     expect(unknown.stdout).toBe("");
 
     const badToken = "wrong-token-abcdef0123456789";
-    const denied = await live.run(["devices", "--server", live.urls.baseUrl, "--token", badToken], { bare: true });
+    const denied = await live.run(["devices", "--server", live.baseUrl, "--token", badToken], { bare: true });
     expect(denied.code).toBe(1);
     expect(denied.stderr).toMatch(/^blockkit: 401 /);
     expect(denied.stderr).not.toContain(badToken);
   });
 
   it("takes the server and token from BLOCKKIT_SERVER and BLOCKKIT_TOKEN", async () => {
-    const r = await live.run(["devices", "--json"], { bare: true, env: { BLOCKKIT_SERVER: live.urls.baseUrl, BLOCKKIT_TOKEN: TOKEN } });
+    const r = await live.run(["devices", "--json"], { bare: true, env: { BLOCKKIT_SERVER: live.baseUrl, BLOCKKIT_TOKEN: ADMIN_TOKEN } });
     expect(r.code, r.stderr).toBe(0);
     expect(Object.keys(JSON.parse(r.stdout) as object)).toContain(relay);
   });

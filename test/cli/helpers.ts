@@ -2,25 +2,17 @@
  * The CLI test harness: a real server on loopback (port 0, temp SQLite), the `blockkit` program run
  * in-process with captured stdout/stderr, and a block on the wire (BlockClient) to make devices.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pino from "pino";
 import { BlockClient, type WireReading } from "../../protocol/block-client.js";
 import { runCli } from "../../cli/program.js";
-import { BlockkitServer, type StartedServer } from "../../server/controller.js";
+import { ADMIN_TOKEN, type LiveServer, startLive } from "../helpers/live.js";
 
-export const TOKEN = "cli-admin-token-0123456789";
-
-export interface Live {
-  server: BlockkitServer;
-  urls: StartedServer;
-  dir: string;
+/** The live server (test/helpers/live.ts) and the command line run against it. */
+export interface Live extends LiveServer {
   /** Runs `blockkit ...args` against this server with --server/--token unless `bare`. */
   run(args: string[], opts?: RunOptions): Promise<RunResult>;
   /** A block activated for the admin user, able to send readings. */
   block(nodeId: string): Promise<TestBlock>;
-  close(): Promise<void>;
 }
 
 export interface RunOptions {
@@ -42,27 +34,15 @@ export interface TestBlock {
   send(D: number, DA: string, extra?: Partial<WireReading>): Promise<string>;
 }
 
-export async function startLive(): Promise<Live> {
-  const dir = mkdtempSync(join(tmpdir(), "blockkit-cli-"));
-  const server = new BlockkitServer({
-    host: "127.0.0.1",
-    port: 0,
-    streamPort: 0,
-    dataDir: dir,
-    logger: pino({ level: "silent" }),
-    adminToken: TOKEN,
-    pollHoldSeconds: 2,
-  });
-  const urls = await server.start();
+export async function startCli(): Promise<Live> {
+  const live = await startLive();
   const blocks: BlockClient[] = [];
-  return {
-    server,
-    urls,
-    dir,
-    async run(args, opts = {}) {
+  const stop = live.close;
+  return Object.assign(live, {
+    async run(args: string[], opts: RunOptions = {}): Promise<RunResult> {
       let stdout = "";
       let stderr = "";
-      const target = opts.bare ? [] : ["--server", urls.authUrl, "--token", TOKEN];
+      const target = opts.bare ? [] : ["--server", live.authUrl, "--token", ADMIN_TOKEN];
       const code = await runCli(["node", "blockkit", ...args, ...target], {
         stdout: (t) => {
           stdout += t;
@@ -71,15 +51,15 @@ export async function startLive(): Promise<Live> {
           stderr += t;
         },
         // A home of its own: profiles and the completion cache never touch the real one.
-        env: { HOME: join(dir, "home"), ...opts.env },
+        env: { HOME: join(live.dir, "home"), ...opts.env },
         readStdin: () => (opts.stdin === undefined ? Promise.reject(new Error("no standard input")) : Promise.resolve(opts.stdin)),
       });
       return { code, stdout, stderr };
     },
-    async block(nodeId) {
-      const client = new BlockClient({ baseUrl: urls.baseUrl, streamUrl: urls.streamUrl, nodeId, holdTimeoutMs: 10_000 });
+    async block(nodeId: string): Promise<TestBlock> {
+      const client = new BlockClient({ baseUrl: live.baseUrl, streamUrl: live.streamUrl, nodeId, holdTimeoutMs: 10_000 });
       blocks.push(client);
-      const token = await client.activate({ userToken: TOKEN });
+      const token = await client.activate({ userToken: ADMIN_TOKEN });
       if (!token) throw new Error("direct activation gave no token");
       return {
         client,
@@ -90,12 +70,11 @@ export async function startLive(): Promise<Live> {
         },
       };
     },
-    async close() {
+    async close(opts?: { keepDir?: boolean }): Promise<void> {
       await Promise.all(blocks.map((b) => b.close()));
-      await server.stop();
-      rmSync(dir, { recursive: true, force: true });
+      await stop(opts);
     },
-  };
+  });
 }
 
 /** The lines of an output, without the final empty one. */

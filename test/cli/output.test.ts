@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { parse } from "yaml";
 import { chart } from "../../cli/api/chart.js";
 import type { CallbackJson, DataPoint, DeviceJson, RuleJson } from "../../protocol/api-types.js";
-import { type Live, type TestBlock, lines, startLive } from "./helpers.js";
+import { type Live, type TestBlock, lines, startCli } from "./helpers.js";
 
 describe("output formats, history, charts, YAML rules", () => {
   let live: Live;
@@ -17,7 +17,7 @@ describe("output formats, history, charts, YAML rules", () => {
   const now = Date.now();
 
   beforeAll(async () => {
-    live = await startLive();
+    live = await startCli();
     block = await live.block("CLIOUTPUT001");
     button = await block.send(5, "0");
     relay = await block.send(1002, "0");

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { wantsRespawn } from "../../cli/respawn.js";
 import type { DeviceJson } from "../../protocol/api-types.js";
 import { ROOT } from "../helpers/process.js";
-import { type Live, TOKEN, startLive } from "./helpers.js";
+import { ADMIN_TOKEN } from "../helpers/live.js";
+import { type Live, startCli } from "./helpers.js";
 
 /** Runs the real `blockkit` entry point in a child process; resolves with its exit code and output. */
 function blockkit(args: string[], opts: { stdin?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -31,7 +32,7 @@ describe("the blockkit process", () => {
   let live: Live;
   let relay: string;
   beforeAll(async () => {
-    live = await startLive();
+    live = await startCli();
     relay = await (await live.block("CLIPROCESS01")).send(1002, "1");
   });
   afterAll(async () => {
@@ -39,7 +40,7 @@ describe("the blockkit process", () => {
   });
 
   it("lists devices over real HTTP and exits 0 by itself", { timeout: 25_000 }, async () => {
-    const r = await blockkit(["devices", "--json", "--server", live.urls.baseUrl, "--token", TOKEN]);
+    const r = await blockkit(["devices", "--json", "--server", live.baseUrl, "--token", ADMIN_TOKEN]);
     expect(r.code, r.stderr).toBe(0);
     const devices = JSON.parse(r.stdout) as Record<string, DeviceJson>;
     expect(devices[relay]?.last_data).toMatchObject({ DA: 1 });
@@ -47,7 +48,7 @@ describe("the blockkit process", () => {
 
   it("reads a rule from standard input with the environment's server and token; a usage error exits 2", { timeout: 25_000 }, async () => {
     const rule = { shortName: "From a pipe", preconditions: [{ handler: "serviceChange", params: { guid: relay, to: "0" } }], actions: [{ handler: "serviceSendCommand", params: { guid: relay, da: "1" } }] };
-    const env = { BLOCKKIT_SERVER: live.urls.authUrl, BLOCKKIT_TOKEN: TOKEN };
+    const env = { BLOCKKIT_SERVER: live.authUrl, BLOCKKIT_TOKEN: ADMIN_TOKEN };
     const [added, usage] = await Promise.all([
       blockkit(["rules", "add", "-"], { stdin: JSON.stringify(rule), env }),
       blockkit(["device", "data", relay, "--interval", "fortnight"], { env }),
@@ -80,9 +81,9 @@ describe("blockkit sim's own process", () => {
   });
 
   it("forwards SIGTERM to the simulator, which stops cleanly", { timeout: 30_000 }, async () => {
-    const live = await startLive();
+    const live = await startCli();
     try {
-      const child = spawn(process.execPath, ["--import", "tsx", "cli/index.ts", "sim", "--headless", "--blocks", "3", "--duration", "60", "--progress", "0.5", "--server", live.urls.baseUrl, "--token", TOKEN], {
+      const child = spawn(process.execPath, ["--import", "tsx", "cli/index.ts", "sim", "--headless", "--blocks", "3", "--duration", "60", "--progress", "0.5", "--server", live.baseUrl, "--token", ADMIN_TOKEN], {
         cwd: ROOT,
         stdio: ["ignore", "pipe", "pipe"],
       });

@@ -5,7 +5,8 @@ import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiClient } from "../../protocol/api-client.js";
 import type { CallbackJson, DataPoint, DeviceJson } from "../../protocol/api-types.js";
-import { type Live, TOKEN, type TestBlock, lines, startLive } from "./helpers.js";
+import { ADMIN_TOKEN } from "../helpers/live.js";
+import { type Live, type TestBlock, lines, startCli } from "./helpers.js";
 
 describe("blockkit subdevices, callbacks and camera", () => {
   let live: Live;
@@ -14,7 +15,7 @@ describe("blockkit subdevices, callbacks and camera", () => {
   let dir: string;
 
   beforeAll(async () => {
-    live = await startLive();
+    live = await startCli();
     block = await live.block("CLISUBDEV001");
     rf = await block.send(11, "0101");
     dir = mkdtempSync(join(tmpdir(), "blockkit-cli-cam-"));
@@ -48,7 +49,7 @@ describe("blockkit subdevices, callbacks and camera", () => {
   });
 
   it("prints a webhook sensor's tickle token on add and on an update that makes one; the token counts", async () => {
-    const res = await request(`${live.urls.authUrl}/auth/webhook?user_access_token=${TOKEN}`);
+    const res = await request(`${live.authUrl}/auth/webhook?user_access_token=${ADMIN_TOKEN}`);
     const hooks = ((await res.body.json()) as { data: { guid: string } }).data.guid;
     const bell = await live.run(["subdevices", "add", hooks, "--category", "webhook", "--type", "sensor", "--name", "Bell", "--json"]);
     expect(bell.code, bell.stderr).toBe(0);
@@ -62,7 +63,7 @@ describe("blockkit subdevices, callbacks and camera", () => {
     const [done, tokenLine] = lines(update.stdout);
     expect(done).toBe(`updated sub-device ${id} of ${hooks}`);
     const token = /^token (\S+)$/.exec(tokenLine ?? "")?.[1] as string;
-    await new ApiClient({ baseUrl: live.urls.baseUrl, token: TOKEN }).tickle(hooks, id, token);
+    await new ApiClient({ baseUrl: live.baseUrl, token: ADMIN_TOKEN }).tickle(hooks, id, token);
     const counts = await live.run(["subdevices", "data", hooks, id, "--json"]);
     expect((JSON.parse(counts.stdout) as DataPoint[]).length).toBe(1);
   });
@@ -105,7 +106,7 @@ describe("blockkit subdevices, callbacks and camera", () => {
     const cam = await block.send(1004, "0");
     const jpeg = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(4096, 3), Buffer.from([0xff, 0xd9])]);
     const out = join(dir, "snap.jpg");
-    const run = live.run(["camera", "snapshot", cam, "--out", out, "--stream", live.urls.streamUrl]);
+    const run = live.run(["camera", "snapshot", cam, "--out", out, "--stream", live.streamUrl]);
     const cmds = await block.client.commands(block.token);
     expect(cmds).toEqual([{ G: "0", V: 0, D: 1004, DA: "1", GUID: cam }]);
     await block.client.snapshot(block.token, cam, jpeg);

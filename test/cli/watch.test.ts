@@ -11,14 +11,15 @@ import { type StreamFrame, streamAddress } from "../../protocol/stream.js";
 import { BlockClient } from "../../protocol/block-client.js";
 import { BlockkitServer } from "../../server/controller.js";
 import { ROOT } from "../helpers/process.js";
-import { type Live, TOKEN, type TestBlock, startLive } from "./helpers.js";
+import { ADMIN_TOKEN } from "../helpers/live.js";
+import { type Live, type TestBlock, startCli } from "./helpers.js";
 
 describe("blockkit watch", () => {
   let live: Live;
   let block: TestBlock;
 
   beforeAll(async () => {
-    live = await startLive();
+    live = await startCli();
     block = await live.block("CLIWATCH0001");
     await block.send(9, "1");
     await block.send(1002, "0");
@@ -28,7 +29,7 @@ describe("blockkit watch", () => {
   });
 
   it("prints a reading posted after it started, and exits 0 on SIGINT (the real process)", { timeout: 30_000 }, async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", "cli/index.ts", "watch", "--server", live.urls.authUrl, "--token", TOKEN], {
+    const child = spawn(process.execPath, ["--import", "tsx", "cli/index.ts", "watch", "--server", live.authUrl, "--token", ADMIN_TOKEN], {
       cwd: ROOT,
       env: { ...process.env, HOME: join(live.dir, "home"), BLOCKKIT_SERVER: "", BLOCKKIT_TOKEN: "" },
       stdio: ["ignore", "pipe", "pipe"],
@@ -39,11 +40,11 @@ describe("blockkit watch", () => {
     child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
     const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
     try {
-      await vi.waitFor(() => expect(stderr).toContain(`blockkit watch: following ws://127.0.0.1:${new URL(live.urls.authUrl).port}/rest/v0/stream`), {
+      await vi.waitFor(() => expect(stderr).toContain(`blockkit watch: following ws://127.0.0.1:${new URL(live.authUrl).port}/rest/v0/stream`), {
         timeout: 20_000,
         interval: 50,
       });
-      expect(stderr).not.toContain(TOKEN);
+      expect(stderr).not.toContain(ADMIN_TOKEN);
       const guid = await block.send(9, "23.5");
       await vi.waitFor(() => expect(stdout).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d  data    ${guid}  23\\.5$`, "m")), {
         timeout: 5_000,
@@ -60,7 +61,7 @@ describe("blockkit watch", () => {
     let stdout = "";
     let stderr = "";
     let interrupt: (() => void) | null = null;
-    const running = runCli(["node", "blockkit", "watch", "CLIWATCH0001_0_0_1002", "-o", "json", "--server", live.urls.baseUrl, "--token", TOKEN], {
+    const running = runCli(["node", "blockkit", "watch", "CLIWATCH0001_0_0_1002", "-o", "json", "--server", live.baseUrl, "--token", ADMIN_TOKEN], {
       stdout: (t) => (stdout += t),
       stderr: (t) => (stderr += t),
       env: { HOME: join(live.dir, "home") },
@@ -95,10 +96,10 @@ describe("blockkit watch", () => {
       readStdin: () => Promise.resolve(""),
       onInterrupt: () => () => {},
     };
-    expect(await runCli(["node", "blockkit", "watch", "--server", live.urls.authUrl, "--token", "wrong-token-0123456789"], io)).toBe(1);
+    expect(await runCli(["node", "blockkit", "watch", "--server", live.authUrl, "--token", "wrong-token-0123456789"], io)).toBe(1);
     expect(stderr).toBe("blockkit watch: the server refused the stream (401): check the token\n");
     stderr = "";
-    expect(await runCli(["node", "blockkit", "watch", "nope", "--server", live.urls.authUrl, "--token", TOKEN], io)).toBe(2);
+    expect(await runCli(["node", "blockkit", "watch", "nope", "--server", live.authUrl, "--token", ADMIN_TOKEN], io)).toBe(2);
     expect(stderr).toMatch(/^blockkit watch: <guids>: "nope" is not a device GUID/);
   });
 });
@@ -122,13 +123,13 @@ describe("StreamFollower", () => {
   it("says the connection was lost, reconnects with backoff when the server is back, and follows again", { timeout: 30_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), "blockkit-cli-follow-"));
     const start = (port: number) =>
-      new BlockkitServer({ host: "127.0.0.1", port, streamPort: 0, dataDir: dir, logger: pino({ level: "silent" }), adminToken: TOKEN, pollHoldSeconds: 1 });
+      new BlockkitServer({ host: "127.0.0.1", port, streamPort: 0, dataDir: dir, logger: pino({ level: "silent" }), adminToken: ADMIN_TOKEN, pollHoldSeconds: 1 });
     let server = start(0);
     const urls = await server.start();
     const status: string[] = [];
     const frames: StreamFrame[] = [];
     const follower = new StreamFollower({
-      url: streamAddress(urls.authUrl, { userToken: TOKEN }),
+      url: streamAddress(urls.authUrl, { userToken: ADMIN_TOKEN }),
       onFrame: (f) => frames.push(f),
       onStatus: (l) => status.push(l),
       onFatal: (err) => status.push(`fatal ${err.message}`),
@@ -152,7 +153,7 @@ describe("StreamFollower", () => {
       await vi.waitFor(() => expect(status[status.length - 1]).toMatch(/^reconnected to ws:\/\//), { timeout: 5_000, interval: 10 });
       const b = new BlockClient({ baseUrl: urls.baseUrl, nodeId: "CLIFOLLOW001" });
       try {
-        const token = await b.activate({ userToken: TOKEN });
+        const token = await b.activate({ userToken: ADMIN_TOKEN });
         await b.data(token ?? "", { G: "0", V: 0, D: 9, DA: "7" });
       } finally {
         await b.close();

@@ -1,10 +1,11 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Receiver, startReceiver } from "../server/automation/helpers.js";
-import { type Live, TestBlock, call, startLive } from "./automation-helpers.js";
+import { type LiveServer, startLive } from "../helpers/live.js";
+import { TestBlock, call } from "./automation-helpers.js";
 
 describe("automation end to end: callbacks over real HTTP", () => {
-  let live: Live;
+  let live: LiveServer;
   let receiver: Receiver;
 
   beforeAll(async () => {
@@ -21,7 +22,7 @@ describe("automation end to end: callbacks over real HTTP", () => {
     await block.activate();
     await block.data(9, "18");
     const guid = "E2ECALLBACK1_0_0_9";
-    const base = `${live.urls.baseUrl}/device/${guid}/callback?user_access_token=${live.token}`;
+    const base = `${live.baseUrl}/device/${guid}/callback?user_access_token=${live.token}`;
     expect((await call("POST", base, { json: { url: `${receiver.url}/hook` } })).status).toBe(200);
     const { secret } = (await call("GET", base)).json<{ data: { url: string; secret: string } }>().data;
     const sent = Date.now();

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Live, TestBlock, call, startLive } from "./automation-helpers.js";
+import { type LiveServer, startLive } from "../helpers/live.js";
+import { TestBlock, call } from "./automation-helpers.js";
 
 const JPEG = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(64 * 1024, 7), Buffer.from([0xff, 0xd9])]);
 
 describe("automation end to end: camera snapshot round trip", () => {
-  let live: Live;
+  let live: LiveServer;
 
   beforeAll(async () => {
     live = await startLive();
@@ -18,11 +19,11 @@ describe("automation end to end: camera snapshot round trip", () => {
     await block.activate();
     await block.data(1004, "0");
     const cam = "E2ECAMERA001_0_0_1004";
-    const snapshot = call("GET", `${live.urls.streamUrl}/rest/v0/camera/${cam}/snapshot?user_access_token=${live.token}`);
+    const snapshot = call("GET", `${live.streamUrl}/rest/v0/camera/${cam}/snapshot?user_access_token=${live.token}`);
     // The block: long-poll, see the snapshot command, upload the picture.
     const cmds = await block.commands();
     expect(cmds).toEqual([{ G: "0", V: 0, D: 1004, DA: "1", GUID: cam }]);
-    const up = await call("POST", `${live.urls.streamUrl}/rest/v0/camera/${cam}/snapshot`, {
+    const up = await call("POST", `${live.streamUrl}/rest/v0/camera/${cam}/snapshot`, {
       body: JPEG,
       headers: { "x-service-token": block.token, "content-type": "image/jpeg" },
     });

@@ -1,41 +1,6 @@
-/** A real server on loopback (port 0, temp dir) and small HTTP clients for the automation end-to-end tests. */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import pino from "pino";
+/** Small HTTP clients for the automation end-to-end tests (the server: test/helpers/live.ts). */
 import { request } from "undici";
-import { BlockkitServer, type ServerOptions, type StartedServer } from "../../server/controller.js";
-
-export interface Live {
-  server: BlockkitServer;
-  urls: StartedServer;
-  token: string;
-  close(): Promise<void>;
-}
-
-export async function startLive(options: ServerOptions = {}): Promise<Live> {
-  const dir = mkdtempSync(join(tmpdir(), "blockkit-e2e-auto-"));
-  const server = new BlockkitServer({
-    host: "127.0.0.1",
-    port: 0,
-    streamPort: 0,
-    dataDir: dir,
-    logger: pino({ level: "silent" }),
-    adminToken: "e2e-admin-token-0123456789",
-    pollHoldSeconds: 5,
-    ...options,
-  });
-  const urls = await server.start();
-  return {
-    server,
-    urls,
-    token: "e2e-admin-token-0123456789",
-    async close() {
-      await server.stop();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
+import type { LiveServer } from "../helpers/live.js";
 
 export interface Answer {
   status: number;
@@ -64,17 +29,17 @@ export async function call(
 export class TestBlock {
   token = "";
   constructor(
-    private readonly live: Live,
+    private readonly live: LiveServer,
     readonly nodeId: string,
   ) {}
 
   async activate(): Promise<void> {
-    const r = await call("GET", `${this.live.urls.baseUrl}/block/${this.nodeId}/activate?user_access_token=${this.live.token}`);
+    const r = await call("GET", `${this.live.baseUrl}/block/${this.nodeId}/activate?user_access_token=${this.live.token}`);
     this.token = r.json<{ token: string }>().token;
   }
 
   async data(D: number, DA: string, G = "0"): Promise<void> {
-    const r = await call("POST", `${this.live.urls.baseUrl}/block/${this.nodeId}/data`, {
+    const r = await call("POST", `${this.live.baseUrl}/block/${this.nodeId}/data`, {
       json: { G, V: 0, D, DA },
       headers: { "x-service-token": this.token },
     });
@@ -82,7 +47,7 @@ export class TestBlock {
   }
 
   async commands(): Promise<{ G: string; V: number; D: number; DA: string; GUID: string }[]> {
-    const r = await call("GET", `${this.live.urls.baseUrl}/block/${this.nodeId}/commands`, { headers: { "x-service-token": this.token } });
+    const r = await call("GET", `${this.live.baseUrl}/block/${this.nodeId}/commands`, { headers: { "x-service-token": this.token } });
     return r.json<{ DEVICE: { G: string; V: number; D: number; DA: string; GUID: string }[] }>().DEVICE;
   }
 }

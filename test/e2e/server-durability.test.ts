@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { http, waitFor } from "../helpers/http.js";
+import { http } from "../helpers/http.js";
+import { waitFor } from "../helpers/wait.js";
 import { type CliProcess, startServerProcess, stopProcess } from "../helpers/process.js";
 
 const ADMIN = "durability-admin-token-0001";
@@ -83,7 +84,7 @@ describe("server process durability", () => {
     const first = await start(30);
     const token = await activate(first);
     const w = writer(first, token, 16, "k");
-    await waitFor(() => w.acked.size >= 200, 20_000, "200 acknowledged events");
+    await waitFor("200 acknowledged events", () => w.acked.size >= 200, 20_000);
     first.child.kill("SIGKILL");
     expect(await first.exited).toBe("SIGKILL");
     await w.done;
@@ -106,7 +107,7 @@ describe("server process durability", () => {
     const b = poll();
     expect((await Promise.race([a, b])).body).toEqual({ DEVICE: [] });
     const w2 = writer(second, token, 4, "t");
-    await waitFor(() => w2.acked.size >= 20, 10_000, "20 acknowledged events");
+    await waitFor("20 acknowledged events", () => w2.acked.size >= 20, 10_000);
     const sentAt = Date.now();
     second.child.kill("SIGTERM");
     const [ra, rb] = await Promise.all([a, b]);

@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { http, until } from "../helpers/http.js";
+import { http } from "../helpers/http.js";
+import { waitFor } from "../helpers/wait.js";
 import { type CliProcess, startServerProcess, stopProcess } from "../helpers/process.js";
 
 const ADMIN = "e2e-admin-token-000000000001";
@@ -39,17 +40,17 @@ describe("blockkit server process: activation, data, actuation", () => {
   it("activates two-legged, posts data, actuates and delivers the command on the long-poll", async () => {
     // The block holds its activation request; the user claims it meanwhile.
     const held = http<{ token: string }>(`${srv.baseUrl}/block/${NODE}/activate`);
-    await until(
+    const claim = await waitFor(
+      "the claim of an awaiting block",
       async () => {
-        const claim = await http(user("/block"), { method: "POST", json: { nodeid: NODE } });
-        if (claim.status === 404) return undefined; // the held request has not reached the server yet
-        expect(claim.status).toBe(200);
-        expect(claim.body).toEqual({ result: 1, error: null, id: 0 });
-        return true;
+        const answer = await http(user("/block"), { method: "POST", json: { nodeid: NODE } });
+        // 404: the held request has not reached the server yet.
+        return answer.status === 404 ? undefined : answer;
       },
       5000,
-      "the claim of an awaiting block",
     );
+    expect(claim.status).toBe(200);
+    expect(claim.body).toEqual({ result: 1, error: null, id: 0 });
     const activation = await held;
     expect(activation.status).toBe(200);
     expect(Object.keys(activation.body)).toEqual(["token"]);

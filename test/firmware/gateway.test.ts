@@ -8,7 +8,9 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ADMIN, type LiveServer, startLiveServer, tempDir, waitFor } from "../gateway/helpers.js";
+import { ADMIN_TOKEN, type LiveServer, startLive } from "../helpers/live.js";
+import { waitFor } from "../helpers/wait.js";
+import { tempDir } from "../gateway/helpers.js";
 import { type CliProcess, freePort, spawnCli, stopProcess } from "../helpers/process.js";
 import { SimBoard, frame } from "./sim-board.js";
 
@@ -25,7 +27,7 @@ async function startGateway(): Promise<CliProcess> {
       "gateway",
       "--server", srv.authUrl,
       "--node-id", NODE,
-      "--user-token", ADMIN,
+      "--user-token", ADMIN_TOKEN,
       "--state-dir", join(dir, "state"),
       "--serial", board.pty,
       "--record", join(dir, "frames.jsonl"),
@@ -49,7 +51,7 @@ function received(): string[] {
 
 beforeAll(async () => {
   dir = tempDir("firmware-e2e");
-  srv = await startLiveServer();
+  srv = await startLive();
   board = await SimBoard.start({ pty: join(dir, "uart"), a0: 750, resetOnOpen: { bootMs: 500 } });
   gateway = await startGateway();
 }, 120_000);
@@ -57,7 +59,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (gateway) await stopProcess(gateway);
   await board?.stop();
-  await srv?.stop();
+  await srv?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -7,7 +7,8 @@ import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tempDir, waitFor } from "../gateway/helpers.js";
+import { waitFor } from "../helpers/wait.js";
+import { tempDir } from "../gateway/helpers.js";
 import { HostPort, SimBoard, command, frame } from "./sim-board.js";
 
 const PLUGINS = [5, 1002, 999, 9].map((D) => frame("PLUGIN", D));

@@ -8,7 +8,7 @@ import { promisify } from "node:util";
 import { createInterface } from "node:readline";
 import { SerialPort } from "serialport";
 import { LineSplitter } from "../../protocol/serial-frames.js";
-import { waitFor } from "../gateway/helpers.js";
+import { waitFor } from "../helpers/wait.js";
 import { FIRMWARE_ELF, RUNNER, buildFirmwareAndRunner } from "./build.js";
 
 const execFileP = promisify(execFile);

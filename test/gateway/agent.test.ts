@@ -9,7 +9,9 @@ import { SqliteOutbox } from "../../gateway/agent/sqlite-outbox.js";
 import { FileTokenStore } from "../../gateway/agent/token-file.js";
 import type { CommandTarget, Outbox } from "../../gateway/agent/types.js";
 import type { Command } from "../../protocol/payloads.js";
-import { ADMIN, type LiveServer, startLiveServer, tempDir, waitFor } from "./helpers.js";
+import { ADMIN_TOKEN, type LiveServer, startLive } from "../helpers/live.js";
+import { waitFor } from "../helpers/wait.js";
+import { tempDir } from "./helpers.js";
 
 const NODE = "AGENTTEST0001";
 let srv: LiveServer;
@@ -31,7 +33,7 @@ function agent(opts: Partial<ConstructorParameters<typeof BlockAgent>[0]> = {}):
 }
 
 beforeEach(async () => {
-  srv = await startLiveServer();
+  srv = await startLive();
   dir = tempDir("agent");
 });
 
@@ -40,7 +42,7 @@ afterEach(async () => {
     await a.stop();
     await a.client.close();
   }
-  await srv.stop();
+  await srv.close();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -48,7 +50,7 @@ describe("BlockAgent", () => {
   it("activates directly, keeps the token in a 0600 file, and uploads readings in order with their time", async () => {
     const tokens = new FileTokenStore(join(dir, "token"));
     const outbox = new SqliteOutbox(join(dir, "outbox.db"));
-    const a = agent({ userToken: ADMIN, tokens, outbox });
+    const a = agent({ userToken: ADMIN_TOKEN, tokens, outbox });
     const activated = new Promise((r) => a.once("activated", r));
     await a.start();
     await activated;
@@ -94,7 +96,7 @@ describe("BlockAgent", () => {
 
   it("goes back to activation when its token is revoked, and resumes after a new claim without losing readings", async () => {
     const tokens = new MemoryTokenStore();
-    const a = agent({ userToken: ADMIN, tokens });
+    const a = agent({ userToken: ADMIN_TOKEN, tokens });
     const activated = new Promise((r) => a.once("activated", r));
     await a.start();
     await activated;
@@ -118,7 +120,7 @@ describe("BlockAgent", () => {
     const link: CommandTarget = { name: "serial", owns: () => false, deliver: async (c) => void got.push(c) };
     const mqttGot: Command[] = [];
     const mqtt: CommandTarget = { name: "mqtt", owns: (c) => c.G === "77", deliver: async (c) => void mqttGot.push(c) };
-    const a = agent({ userToken: ADMIN });
+    const a = agent({ userToken: ADMIN_TOKEN });
     a.addLink(link);
     a.addLink(mqtt);
     const activated = new Promise((r) => a.once("activated", r));
@@ -136,7 +138,7 @@ describe("BlockAgent", () => {
   });
 
   it("drops a reading the server refuses for good and sends the rest", async () => {
-    const a = agent({ userToken: ADMIN });
+    const a = agent({ userToken: ADMIN_TOKEN });
     const rejected = new Promise((r) => a.once("rejected", r));
     const activated = new Promise((r) => a.once("activated", r));
     await a.start();
@@ -168,7 +170,7 @@ describe("BlockAgent", () => {
         inner.ack(ids);
       },
     };
-    const a = agent({ userToken: ADMIN, outbox: lossy, uplink: { batchSize: 50 } });
+    const a = agent({ userToken: ADMIN_TOKEN, outbox: lossy, uplink: { batchSize: 50 } });
     const activated = new Promise((r) => a.once("activated", r));
     a.submitMany(Array.from({ length: 30 }, (_, i) => ({ G: "2", V: 0, D: 9, DA: String(i) })));
     await a.start();
@@ -184,7 +186,7 @@ describe("BlockAgent", () => {
     let inFlight = 0;
     let most = 0;
     const sent: string[] = [];
-    const a = agent({ userToken: ADMIN, outbox: inner, uplink: { batchSize: 10, pipeline: 2, ratePerSecond: 0 } });
+    const a = agent({ userToken: ADMIN_TOKEN, outbox: inner, uplink: { batchSize: 10, pipeline: 2, ratePerSecond: 0 } });
     a.submitMany(Array.from({ length: 200 }, (_, i) => ({ G: "3", V: 0, D: 9, DA: String(i), ts: Date.now() - 200_000 + i * 1000 })));
     // Counts the heartbeats in flight at once on the agent's own client.
     const heartbeat = a.client.heartbeat.bind(a.client);

@@ -15,7 +15,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SerialPortStream } from "@serialport/stream";
 import { loadConfig } from "../../gateway/daemon/config.js";
 import { Gateway } from "../../gateway/daemon/gateway.js";
-import { ADMIN, type LiveServer, startLiveServer, tempDir, waitFor } from "./helpers.js";
+import { ADMIN_TOKEN, type LiveServer, startLive } from "../helpers/live.js";
+import { waitFor } from "../helpers/wait.js";
+import { tempDir } from "./helpers.js";
 
 const NODE = "DAEMONTEST001";
 const JPEG = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 1, 2, 3, 4, 0xff, 0xd9]);
@@ -31,7 +33,7 @@ const uploads: { url: string; type: string; token: string; body: Buffer }[] = []
 let mockPort: { emitData(b: Buffer): void } | null = null;
 
 beforeAll(async () => {
-  srv = await startLiveServer();
+  srv = await startLive();
   dir = tempDir("daemon");
   // The snapshot endpoint of the stream host is another engineer's; a local receiver stands in.
   receiver = createServer((req, res) => {
@@ -57,7 +59,7 @@ beforeAll(async () => {
       server: srv.authUrl,
       stream: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`,
       nodeId: NODE,
-      userToken: ADMIN,
+      userToken: ADMIN_TOKEN,
       stateDir: join(dir, "state"),
       serial: "/dev/ttyDAEMON",
       mqttListen: 0,
@@ -87,7 +89,7 @@ afterAll(async () => {
   await gw?.stop();
   notifyRecv?.kill();
   await new Promise<void>((r) => receiver.close(() => r()));
-  await srv.stop();
+  await srv.close();
   SerialPortMock.binding.reset();
   rmSync(dir, { recursive: true, force: true });
 });

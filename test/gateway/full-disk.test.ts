@@ -15,7 +15,9 @@ import { type NewOutboxEntry, OutboxFullError } from "../../gateway/agent/types.
 import { loadConfig } from "../../gateway/daemon/config.js";
 import { Gateway } from "../../gateway/daemon/gateway.js";
 import { SmallFs } from "../helpers/small-fs.js";
-import { ADMIN, type LiveServer, freePort, startLiveServer, waitFor } from "./helpers.js";
+import { ADMIN_TOKEN, type LiveServer, startLive } from "../helpers/live.js";
+import { freePort } from "../helpers/process.js";
+import { waitFor } from "../helpers/wait.js";
 
 const MiB = 2 ** 20;
 const cleanup: (() => Promise<void> | void)[] = [];
@@ -91,19 +93,19 @@ describe("gateway daemon with its state dir on a full disk", () => {
     const fs = mount(12 * MiB);
     const port = await freePort();
     const config = loadConfig({
-      flags: { server: `http://127.0.0.1:${port}`, nodeId: "FULLDISK0001", userToken: ADMIN, stateDir: join(fs.dir, "state"), mqttListen: 0, healthPort: 0, logLevel: "silent" },
+      flags: { server: `http://127.0.0.1:${port}`, nodeId: "FULLDISK0001", userToken: ADMIN_TOKEN, stateDir: join(fs.dir, "state"), mqttListen: 0, healthPort: 0, logLevel: "silent" },
       env: {},
     });
     // Activated against a live server first, which then goes away: the uplink's backoff stays short
     // (activation against a server that was never there backs off for longer on a loaded machine).
-    let srv: LiveServer = await startLiveServer({ port });
+    let srv: LiveServer = await startLive({ port });
     const srvDir = srv.dir;
-    cleanup.push(() => srv.stop());
+    cleanup.push(() => srv.close());
     const gw = new Gateway({ ...config, mqtt: { ...config.mqtt, listenHost: "127.0.0.1" }, outbox: { ...config.outbox, reserveBytes: 2 * MiB } } as typeof config);
     await gw.start();
     cleanup.push(() => gw.stop());
     await waitFor("gateway online", () => gw.agent.currentState === "online");
-    await srv.stop({ keepDir: true });
+    await srv.close({ keepDir: true });
     const health = async (): Promise<{ status: string; outbox: { rows: number; full: boolean; refused: number } }> =>
       (await (await request(`http://127.0.0.1:${gw.health?.port}/healthz`)).body.json()) as never;
 
@@ -126,7 +128,7 @@ describe("gateway daemon with its state dir on a full disk", () => {
     expect(metrics).toMatch(/blockkit_gateway_readings_refused_total [1-9]/);
 
     // The server comes up while the disk is still full: the backlog is replayed all the same.
-    srv = await startLiveServer({ port, dir: srvDir });
+    srv = await startLive({ port, dir: srvDir });
     await waitFor("backlog replayed", async () => (await health()).outbox.rows === 0, 20_000);
     expect(acked).toBe(false);
 

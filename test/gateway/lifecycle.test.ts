@@ -11,7 +11,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadConfig } from "../../gateway/daemon/config.js";
 import { Gateway } from "../../gateway/daemon/gateway.js";
 import { StopError } from "../../protocol/lifecycle.js";
-import { freePort, tempDir } from "./helpers.js";
+import { freePort } from "../helpers/process.js";
+import { tempDir } from "./helpers.js";
 
 const dirs: string[] = [];
 const busy: Server[] = [];

@@ -10,7 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../gateway/daemon/config.js";
 import { Gateway } from "../../gateway/daemon/gateway.js";
 import { MqttLink } from "../../gateway/links/mqtt.js";
-import { ADMIN, type LiveServer, startLiveServer, tempDir, waitFor } from "./helpers.js";
+import { ADMIN_TOKEN, type LiveServer, startLive } from "../helpers/live.js";
+import { waitFor } from "../helpers/wait.js";
+import { tempDir } from "./helpers.js";
 
 /** A pino logger whose lines land in `lines` as parsed objects. */
 function capture(): { logger: pino.Logger; lines: { level: number; msg: string }[] } {
@@ -28,17 +30,17 @@ describe("gateway log lines", () => {
   let srv: LiveServer;
   let dir: string;
   beforeAll(async () => {
-    srv = await startLiveServer();
+    srv = await startLive();
     dir = tempDir("logs");
   });
   afterAll(async () => {
-    await srv.stop();
+    await srv.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
   it("warns when it is ready with no link at all", async () => {
     const { logger, lines } = capture();
-    const config = loadConfig({ flags: { server: srv.authUrl, nodeId: "LOGSNOLINK001", userToken: ADMIN, stateDir: join(dir, "state") } });
+    const config = loadConfig({ flags: { server: srv.authUrl, nodeId: "LOGSNOLINK001", userToken: ADMIN_TOKEN, stateDir: join(dir, "state") } });
     const gw = new Gateway(config, { logger });
     try {
       await gw.start();

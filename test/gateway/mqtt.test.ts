@@ -11,14 +11,15 @@ import { MemoryOutbox, MemoryTokenStore } from "../../gateway/agent/memory.js";
 import { MqttLink } from "../../gateway/links/mqtt.js";
 import { EmbeddedBroker } from "../../gateway/links/mqtt-broker.js";
 import { parseNodePayload, parseNodeTopic } from "../../protocol/mqtt-topics.js";
-import { ADMIN, type LiveServer, startLiveServer, waitFor } from "./helpers.js";
+import { ADMIN_TOKEN, type LiveServer, startLive } from "../helpers/live.js";
+import { waitFor } from "../helpers/wait.js";
 
 let srv: LiveServer;
 beforeAll(async () => {
-  srv = await startLiveServer();
+  srv = await startLive();
 });
 afterAll(async () => {
-  await srv.stop();
+  await srv.close();
 });
 
 describe("MQTT topics", () => {
@@ -68,7 +69,7 @@ describe.each(setups)("MQTT link against the %s", (_name, setup) => {
   async function start(): Promise<void> {
     prefix = `bk-test-${randomBytes(6).toString("hex")}`;
     nodeId = `MQTT${randomBytes(6).toString("hex").toUpperCase()}`;
-    agent = new BlockAgent({ nodeId, baseUrl: srv.baseUrl, outbox: new MemoryOutbox(), tokens: new MemoryTokenStore(), userToken: ADMIN });
+    agent = new BlockAgent({ nodeId, baseUrl: srv.baseUrl, outbox: new MemoryOutbox(), tokens: new MemoryTokenStore(), userToken: ADMIN_TOKEN });
     link = new MqttLink({ url: setup.url(), prefix, sink: agent, reconnectPeriodMs: 200 });
     agent.addLink(link);
     const activated = new Promise((r) => agent.once("activated", r));

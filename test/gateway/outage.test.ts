@@ -8,7 +8,10 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import mqtt, { type MqttClient } from "mqtt";
 import { afterAll, expect, it } from "vitest";
-import { ADMIN, type LiveServer, freePort, startLiveServer, tempDir, waitFor } from "./helpers.js";
+import { ADMIN_TOKEN, type LiveServer, startLive } from "../helpers/live.js";
+import { freePort } from "../helpers/process.js";
+import { waitFor } from "../helpers/wait.js";
+import { tempDir } from "./helpers.js";
 import { GatewayProcess } from "./gateway-process.js";
 
 const NODE = `OUTAGE${randomBytes(4).toString("hex").toUpperCase()}`;
@@ -22,7 +25,7 @@ afterAll(async () => {
   await gw?.kill("SIGTERM");
   if (node?.connected) await node.publishAsync(`${prefix}/gateway/status`, "", { qos: 1, retain: true });
   await node?.endAsync();
-  await srv?.stop();
+  await srv?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -32,7 +35,7 @@ async function publish(from: number, to: number): Promise<void> {
 
 it("stores every reading exactly once across a server outage, a SIGKILL and a restart", async () => {
   const dataDir = join(dir, "server");
-  srv = await startLiveServer({ dir: dataDir });
+  srv = await startLive({ dir: dataDir });
   const apiPort = Number(new URL(srv.authUrl).port);
   // Slow replay, so the second SIGKILL lands in its middle.
   writeFileSync(join(dir, "gw.json"), JSON.stringify({ outbox: { batchSize: 10, ratePerSecond: 100 } }));
@@ -40,7 +43,7 @@ it("stores every reading exactly once across a server outage, a SIGKILL and a re
     "--config", join(dir, "gw.json"),
     "--server", srv.authUrl,
     "--node-id", NODE,
-    "--user-token", ADMIN,
+    "--user-token", ADMIN_TOKEN,
     "--state-dir", join(dir, "state"),
     "--mqtt-url", "mqtt://127.0.0.1:1883",
     "--mqtt-prefix", prefix,
@@ -55,7 +58,7 @@ it("stores every reading exactly once across a server outage, a SIGKILL and a re
   await publish(0, 10);
   await waitFor("first readings stored", async () => (await srv?.history(`${NODE}_4_0_2000`))?.length === 10);
 
-  await srv.stop({ keepDir: true });
+  await srv.close({ keepDir: true });
   srv = null;
   await publish(10, 60);
   await waitFor("50 readings buffered", async () => (await gw?.health())?.outbox.rows === 50);
@@ -67,7 +70,7 @@ it("stores every reading exactly once across a server outage, a SIGKILL and a re
   await publish(60, 110);
   await waitFor("100 readings buffered", async () => (await gw?.health())?.outbox.rows === 100);
 
-  srv = await startLiveServer({ dir: dataDir, port: apiPort });
+  srv = await startLive({ dir: dataDir, port: apiPort });
   await waitFor("replay under way", async () => {
     const rows = (await gw?.health())?.outbox.rows ?? 100;
     return rows < 90 && rows > 0;

@@ -3,7 +3,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { type SerialBinding, nativeBinding } from "../../gateway/links/serial-port.js";
 import type { SerialNode } from "../../simulator/nodes/serial-node.js";
-import { waitFor } from "./helpers.js";
+import { waitFor } from "../helpers/wait.js";
 
 /** `socat` joining two pty links; start() again after stop() recreates the same link paths. */
 export class PtyPair {

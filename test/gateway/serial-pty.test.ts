@@ -13,7 +13,9 @@ import { MemoryOutbox, MemoryTokenStore } from "../../gateway/agent/memory.js";
 import { SerialLink } from "../../gateway/links/serial.js";
 import { SerialNodePort } from "../../simulator/nodes/serial-node-port.js";
 import type { SerialNodeProfile } from "../../simulator/nodes/serial-node.js";
-import { ADMIN, type LiveServer, startLiveServer, tempDir, waitFor } from "./helpers.js";
+import { ADMIN_TOKEN, type LiveServer, startLive } from "../helpers/live.js";
+import { waitFor } from "../helpers/wait.js";
+import { tempDir } from "./helpers.js";
 import { PtyPair, dtrBinding } from "./pty.js";
 
 /** The nodes' delays run 10 times faster: deaf 180 ms after a reset, heartbeats every 3 s. */
@@ -21,10 +23,10 @@ const SCALE = 0.1;
 
 let srv: LiveServer;
 beforeAll(async () => {
-  srv = await startLiveServer();
+  srv = await startLive();
 });
 afterAll(async () => {
-  await srv?.stop();
+  await srv?.close();
 });
 
 const VERSIONS: Record<string, string> = { "0.47": "V12_0.47", "V12_1.00": "V12_1.00" };
@@ -47,7 +49,7 @@ describe.each(["0.47", "V12_1.00"] as SerialNodeProfile[])("serial link on a pty
     await node.start();
     // Powered long before the gateway starts: its boot frames went to nobody.
     await waitFor("node booted", () => node.node.stats.boots === 1);
-    agent = new BlockAgent({ nodeId: NODE, baseUrl: srv.baseUrl, outbox: new MemoryOutbox(), tokens: new MemoryTokenStore(), userToken: ADMIN });
+    agent = new BlockAgent({ nodeId: NODE, baseUrl: srv.baseUrl, outbox: new MemoryOutbox(), tokens: new MemoryTokenStore(), userToken: ADMIN_TOKEN });
     link = new SerialLink({ path: join(dir, "gw"), sink: agent, binding: dtrBinding(() => node.node), settleMs: 300, reopen: { baseMs: 100, maxMs: 400 } });
     agent.addLink(link);
     await agent.start();

@@ -8,7 +8,7 @@ import { CommandQueue } from "../../gateway/links/command-queue.js";
 import { SerialCommandRefused, SerialLink, type SerialLinkOptions } from "../../gateway/links/serial.js";
 import type { SerialBinding } from "../../gateway/links/serial-port.js";
 import { LineSplitter, decodeFrame, encodeCommand, encodeNodeFrame, serialErrorMeaning } from "../../protocol/serial-frames.js";
-import { waitFor } from "./helpers.js";
+import { waitFor } from "../helpers/wait.js";
 
 // The binding SerialPortMock uses (the ESM and CJS builds of binding-mock are separate instances).
 const MockBinding = SerialPortMock.binding;

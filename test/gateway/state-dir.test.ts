@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { loadConfig } from "../../gateway/daemon/config.js";
 import { Gateway } from "../../gateway/daemon/gateway.js";
-import { freePort, tempDir } from "./helpers.js";
+import { freePort } from "../helpers/process.js";
+import { tempDir } from "./helpers.js";
 
 const dirs: string[] = [];
 afterEach(() => {

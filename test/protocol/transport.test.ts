@@ -14,6 +14,7 @@ import { type BlockTransport, NodeHttpTransport, TimeoutError, type TransportRes
 import { Http1Transport } from "../../simulator/transport/http1-transport.js";
 import { UndiciTransport } from "../../protocol/undici-transport.js";
 import { freePort } from "../helpers/process.js";
+import { waitFor } from "../helpers/wait.js";
 
 const NODE = "TRANSPORT00001";
 let server: Server;
@@ -171,7 +172,7 @@ describe.each(implementations)("%s transport", (_name, make) => {
     t = make();
     const ac = new AbortController();
     const pending = t.transport.send(req("/hang", { signal: ac.signal, timeoutMs: 30_000 }));
-    await waitFor(() => held.size === 1);
+    await waitFor("one request held", () => held.size === 1, 5_000);
     const t0 = Date.now();
     ac.abort();
     await expect(pending).rejects.toThrow(/abort/i);
@@ -257,7 +258,7 @@ describe("node:http transport", () => {
     const socket = lastSocket as Socket;
     expect(socket.destroyed).toBe(false);
     await t.close();
-    await waitFor(() => socket.destroyed);
+    await waitFor("the socket destroyed", () => socket.destroyed, 5_000);
     expect(connections.has(socket)).toBe(false);
   });
 });
@@ -337,7 +338,7 @@ describe("lean HTTP/1.1 transport", () => {
     expect(accepted - before).toBe(1);
     // Two held calls take both connections; the next calls wait for one and go in order.
     const hung = [t.send(req("/hang", { timeoutMs: 30_000 })), t.send(req("/hang", { timeoutMs: 30_000 }))];
-    await waitFor(() => held.size === 2);
+    await waitFor("two requests held", () => held.size === 2, 5_000);
     const order: number[] = [];
     const queued = [0, 1, 2].map((i) => t.send(req("/echo", { method: "POST", body: String(i) })).then(() => order.push(i)));
     expect(t.stats()).toMatchObject({ open: 2, queued: 3 });
@@ -383,7 +384,7 @@ describe("lean HTTP/1.1 transport", () => {
   it("destroy() fails calls in flight and waiting; close() lets them finish and refuses new ones", async () => {
     t = new Http1Transport({ connections: 1 });
     const first = t.send(req("/hang", { timeoutMs: 30_000 }));
-    await waitFor(() => held.size === 1);
+    await waitFor("one request held", () => held.size === 1, 5_000);
     const second = t.send(req("/echo"));
     t.destroy();
     await expect(first).rejects.toThrow(/closed/);
@@ -392,7 +393,7 @@ describe("lean HTTP/1.1 transport", () => {
 
     t = new Http1Transport({ connections: 1 });
     const hung = t.send(req("/hang", { timeoutMs: 30_000 }));
-    await waitFor(() => held.size === 2);
+    await waitFor("two requests held", () => held.size === 2, 5_000);
     const waiting = t.send(req("/echo"));
     const closed = t.close();
     await expect(t.send(req("/echo"))).rejects.toThrow(/closed/);
@@ -508,12 +509,3 @@ describe("lean HTTP/1.1 transport", () => {
     });
   });
 });
-
-/** Polls `cond` on the event loop (no timers to fake here) with a 5 s bound. */
-async function waitFor(cond: () => boolean): Promise<void> {
-  const end = Date.now() + 5_000;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error("condition not met within 5 s");
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}

@@ -1,7 +1,7 @@
 /** /block: activation (two-legged, direct, timeout), claim rules, token rotation, list/get/unpair. */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { OK, asBlock, asUser, expectRefused, freshNode } from "../helpers/core.js";
-import { until } from "../helpers/http.js";
+import { waitFor } from "../helpers/wait.js";
 import { type TestServer, startTestServer } from "../helpers/server.js";
 
 
@@ -28,11 +28,7 @@ describe("block activation", () => {
 
   it("two-legged: the held request receives {token} once the user claims the block", async () => {
     const held = activate();
-    await until(
-      async () => ((await asMe("POST", "/block", { nodeid: NODE })).status === 404 ? undefined : true),
-      2000,
-      "the claim",
-    );
+    await waitFor("the claim", async () => (await asMe("POST", "/block", { nodeid: NODE })).status !== 404, 2000);
     const res = await held;
     expect(res.statusCode).toBe(200);
     const body = res.json() as { token: string };
@@ -90,7 +86,7 @@ describe("block activation", () => {
   it("concurrent activation requests of one node all receive the same token", async () => {
     const a = activate();
     const b = activate();
-    await until(async () => ((await asMe("POST", "/block", { nodeid: NODE })).status === 404 ? undefined : true), 2000, "the claim");
+    await waitFor("the claim", async () => (await asMe("POST", "/block", { nodeid: NODE })).status !== 404, 2000);
     const [ra, rb] = await Promise.all([a, b]);
     expect(ra.statusCode).toBe(200);
     expect(rb.statusCode).toBe(200);

@@ -2,7 +2,7 @@
 import { connect } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
 import { OK, asBlock, asUser, freshNode } from "../helpers/core.js";
-import { waitFor } from "../helpers/http.js";
+import { waitFor } from "../helpers/wait.js";
 import { type TestServer, startTestServer } from "../helpers/server.js";
 
 describe("commands", () => {
@@ -62,7 +62,7 @@ describe("commands", () => {
   it("a held poll is answered as soon as a command arrives", async () => {
     await setup({ pollHoldSeconds: 5 });
     const held = poll();
-    await waitFor(() => t.server.services.commands.heldPolls === 1, 2000, "the poll being held");
+    await waitFor("the poll being held", () => t.server.services.commands.heldPolls === 1, 2000);
     const started = Date.now();
     expect((await put(RELAY, "1")).body).toEqual(OK);
     expect((await held).body).toEqual({ DEVICE: [{ G: "0", V: 0, D: 1002, DA: "1", GUID: RELAY }] });
@@ -94,7 +94,7 @@ describe("commands", () => {
     await setup({ pollHoldSeconds: 5 });
     const started = Date.now();
     const older = poll();
-    await waitFor(() => t.server.services.commands.heldPolls === 1, 2000, "the first poll being held");
+    await waitFor("the first poll being held", () => t.server.services.commands.heldPolls === 1, 2000);
     const newer = poll();
     expect((await older).body).toEqual({ DEVICE: [] });
     expect(Date.now() - started).toBeLessThan(2000);
@@ -123,9 +123,9 @@ describe("commands", () => {
     const socket = connect(port, "127.0.0.1");
     socket.on("error", () => {});
     socket.write(`GET /rest/v0/block/${NODE}/commands HTTP/1.1\r\nHost: localhost\r\nX-Service-Token: ${bt}\r\n\r\n`);
-    await waitFor(() => t.server.services.commands.heldPolls === 1, 2000, "the poll being held");
+    await waitFor("the poll being held", () => t.server.services.commands.heldPolls === 1, 2000);
     socket.destroy();
-    await waitFor(() => t.server.services.commands.heldPolls === 0, 2000, "the server noticing the closed poll");
+    await waitFor("the server noticing the closed poll", () => t.server.services.commands.heldPolls === 0, 2000);
     await put(RELAY, "1");
     expect((await poll()).body).toEqual({ DEVICE: [{ G: "0", V: 0, D: 1002, DA: "1", GUID: RELAY }] });
   });
@@ -136,7 +136,7 @@ describe("commands", () => {
       const node = freshNode("COMMANDS");
       const token = await own.activate(node);
       const held = asBlock<{ DEVICE: unknown[] }>(own, node, token, "commands");
-      await waitFor(() => own.server.services.commands.heldPolls === 1, 2000, "the poll being held");
+      await waitFor("the poll being held", () => own.server.services.commands.heldPolls === 1, 2000);
       const started = Date.now();
       const stopping = own.server.stop();
       const answer = await held;

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FastIngest } from "../../server/http/fast-ingest.js";
 import { OK, asUser, expectRefused, freshNode } from "../helpers/core.js";
-import { waitFor } from "../helpers/http.js";
+import { waitFor } from "../helpers/wait.js";
 import { ARDUINO_BODY_BYTES, NinjaArduinoClient, parseLikeTheLibrary } from "../helpers/ninja-arduino.js";
 import { type TestServer, startTestServer } from "../helpers/server.js";
 
@@ -102,7 +102,7 @@ describe("the Arduino Ethernet block library", () => {
     await a.post({ G: "0", V: 0, D: 1000, DA: "000000" });
     const led = `${a.nodeId}_0_0_1000`;
     const held = a.poll();
-    await waitFor(() => t.server.services.commands.heldPolls > 0, 5000, "the poll held");
+    await waitFor("the poll held", () => t.server.services.commands.heldPolls > 0, 5000);
     const puts = Promise.all(["110000", "220000", "330000"].map((DA) => asUser(t, "PUT", `/device/${led}`, { DA })));
     const first = await held;
     await puts;

@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { BlockAgent } from "../../gateway/agent/agent.js";
 import { MemoryOutbox, MemoryTokenStore } from "../../gateway/agent/memory.js";
 import { FleetSendWindow } from "../../simulator/fleet/send-window.js";
-import { ADMIN, type LiveServer, startLiveServer, waitFor } from "../gateway/helpers.js";
+import { ADMIN_TOKEN, type LiveServer, startLive } from "../helpers/live.js";
+import { waitFor } from "../helpers/wait.js";
 
 describe("fleet send window", () => {
   afterEach(() => {
@@ -113,18 +114,18 @@ describe("an uplink behind a full send window", () => {
   const agents: BlockAgent[] = [];
   afterEach(async () => {
     for (const a of agents.splice(0)) await a.stop();
-    await srv.stop();
+    await srv.close();
   });
 
   it("waits for a slot, then sends everything that arrived meanwhile in one batch", async () => {
-    srv = await startLiveServer();
+    srv = await startLive();
     const window = new FleetSendWindow(1);
     const a = new BlockAgent({
       nodeId: "WINDOWTEST0001",
       baseUrl: srv.baseUrl,
       outbox: new MemoryOutbox(),
       tokens: new MemoryTokenStore(),
-      userToken: ADMIN,
+      userToken: ADMIN_TOKEN,
       uplink: { window },
     });
     agents.push(a);

@@ -1,7 +1,7 @@
 import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type TestServer, startTestServer } from "../../helpers/server.js";
-import { waitFor } from "./helpers.js";
+import { waitFor } from "../../helpers/wait.js";
 
 const NODE = "CAMERA000001";
 const OTHER_NODE = "CAMERA000002";
@@ -19,11 +19,11 @@ describe("camera snapshots", () => {
     t.server.stream.inject({ method: "POST", url: `/rest/v0/camera/${CAM}/snapshot`, headers: { "x-service-token": token, "content-type": type }, payload: body });
   /** Waits for the snapshot command (DA "1") on the camera's block queue and takes it. */
   const snapshotCommand = () =>
-    waitFor(async () => {
+    waitFor("the snapshot command", async () => {
       const rows = await t.server.services.store.commands.pending(NODE, Date.now());
       await t.server.services.store.commands.remove(rows.map((r) => r.id));
       return rows.length > 0 ? rows : undefined;
-    }, 3000, "the snapshot command");
+    }, 3000);
 
   beforeAll(async () => {
     t = await startTestServer({ automation: { camera: { timeoutMs: 300 } } });

@@ -75,14 +75,3 @@ export async function startReceiver(): Promise<Receiver> {
   };
   return r;
 }
-
-/** Polls `check` until it returns a value other than undefined, at most `ms`. */
-export async function waitFor<T>(check: () => Promise<T | undefined> | T | undefined, ms = 5000, what = "condition"): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > until) throw new Error(`${what} not met within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

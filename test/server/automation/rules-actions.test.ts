@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { SMTPServer } from "smtp-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type TestServer, startTestServer } from "../../helpers/server.js";
-import { type Receiver, startReceiver, waitFor } from "./helpers.js";
+import { waitFor } from "../../helpers/wait.js";
+import { type Receiver, startReceiver } from "./helpers.js";
 
 const NODE = "RULEACTIONS1";
 const BUTTON = `${NODE}_0_0_5`;
@@ -41,17 +42,17 @@ describe("rule actions: e-mail, snapshots and file hosts", () => {
     return (res.json() as Env<{ rid: string }>).data.rid;
   };
   const lastRun = (rid: string) =>
-    waitFor(async () => {
+    waitFor("a rule run", async () => {
       const h = ((await t.api({ method: "GET", url: `/rule/${rid}?${q()}` })).json() as Env<{ history: { ok: boolean; error: string | null }[] }>).data.history;
       return h[0];
-    }, 5000, "a rule run");
+    }, 5000);
   /** Plays the camera's block: waits for the snapshot command and uploads a picture. */
   const cameraAnswers = async () => {
-    await waitFor(async () => {
+    await waitFor("the snapshot command", async () => {
       const rows = await t.server.services.store.commands.pending(NODE, Date.now());
       await t.server.services.store.commands.remove(rows.map((r) => r.id));
-      return rows.some((r) => r.guid === CAM && r.da === "1") ? true : undefined;
-    }, 3000, "the snapshot command");
+      return rows.some((r) => r.guid === CAM && r.da === "1");
+    }, 3000);
     const up = await t.server.stream.inject({ method: "POST", url: `/rest/v0/camera/${CAM}/snapshot`, headers: { "x-service-token": bt, "content-type": "image/jpeg" }, payload: JPEG });
     expect(up.statusCode).toBe(200);
   };
@@ -93,7 +94,7 @@ describe("rule actions: e-mail, snapshots and file hosts", () => {
     const rid = await rule([{ handler: "serviceSendCommand", params: { guid: hooks, da: "lamp" } }]);
     await press();
     expect(await lastRun(rid)).toMatchObject({ ok: true });
-    const got = await waitFor(() => receiver.received.find((r) => r.url === "/lamp"), 3000, "the webhook call");
+    const got = await waitFor("the webhook call", () => receiver.received.find((r) => r.url === "/lamp"), 3000);
     expect(JSON.parse(got.body.toString())).toMatchObject({ data: "lamp", DA: "lamp", GUID: hooks });
     await t.api({ method: "DELETE", url: `/rule/${rid}?${q()}` });
   });
@@ -102,7 +103,7 @@ describe("rule actions: e-mail, snapshots and file hosts", () => {
     const rid = await rule([{ handler: "sendEmail", params: { to: "owner@example.org", subject: "Door bell", body: "Someone pressed the bell.", guid: "N/A" } }]);
     await press();
     expect(await lastRun(rid)).toMatchObject({ ok: true });
-    const mail = await waitFor(() => mails[0], 3000, "the e-mail");
+    const mail = await waitFor("the e-mail", () => mails[0], 3000);
     expect(mail.to).toEqual(["owner@example.org"]);
     expect(mail.raw).toContain("Subject: Door bell");
     expect(mail.raw).toContain("Someone pressed the bell.");
@@ -138,7 +139,7 @@ describe("rule actions: e-mail, snapshots and file hosts", () => {
     await press();
     await cameraAnswers();
     expect(await lastRun(rid)).toMatchObject({ ok: true });
-    const got = await waitFor(() => receiver.received.find((r) => r.method === "PUT"), 3000, "the file host PUT");
+    const got = await waitFor("the file host PUT", () => receiver.received.find((r) => r.method === "PUT"), 3000);
     expect(got.url).toMatch(/^\/upload\/.*\.jpg$/);
     expect(got.body.equals(JPEG)).toBe(true);
     await t.api({ method: "DELETE", url: `/rule/${rid}?${q()}` });

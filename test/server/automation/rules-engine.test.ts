@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type TestServer, startTestServer } from "../../helpers/server.js";
-import { waitFor } from "./helpers.js";
+import { waitFor } from "../../helpers/wait.js";
 
 const NODE = "RULESENGINE1";
 const BUTTON = `${NODE}_0_0_5`;
@@ -162,10 +162,10 @@ describe("rule engine", () => {
       ],
     });
     await data(5, "1");
-    const runs = await waitFor(async () => {
+    const runs = await waitFor("a rule run", async () => {
       const h = await history(rid);
       return h.length > 0 ? h : undefined;
-    });
+    }, 5000);
     expect(runs[0]?.ok).toBe(false);
     expect(runs[0]?.error).toContain('no webhook actuator with data or id "no-such-webhook"');
     expect(runs[0]?.steps.map((s) => [s.handler, s.ok])).toEqual([

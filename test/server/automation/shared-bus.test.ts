@@ -2,7 +2,7 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlockkitServer } from "../../../server/controller.js";
 import { type TestServer, rest, startTestServer } from "../../helpers/server.js";
-import { waitFor } from "./helpers.js";
+import { waitFor } from "../../helpers/wait.js";
 
 const NODE = "SHAREDBUS001";
 const CAM = `${NODE}_0_0_1004`;
@@ -41,22 +41,22 @@ describe("automation across server instances sharing the store and the Bus", () 
     });
     const rid = (res.json() as { data: { rid: string } }).data.rid;
     const engineB = b.services.automation.engine;
-    await waitFor(() => (engineB.watched === 1 ? true : undefined), 2000, "the rule on instance b");
+    await waitFor("the rule on instance b", () => engineB.watched === 1, 2000);
     // An event ingested by instance b fires the rule there.
     await b.api.inject({ method: "POST", url: rest(`/block/${NODE}/data`), headers: { "x-service-token": bt }, payload: { G: "0", V: 0, D: 5, DA: "1" } });
     await engineB.idle();
     expect(engineB.stats.fired).toBe(1);
     await a.api({ method: "POST", url: `/rule/${rid}/suspend?${q()}` });
-    await waitFor(() => (engineB.watched === 0 ? true : undefined), 2000, "the suspension on instance b");
+    await waitFor("the suspension on instance b", () => engineB.watched === 0, 2000);
     await a.api({ method: "DELETE", url: `/rule/${rid}/suspend?${q()}` });
-    await waitFor(() => (engineB.watched === 1 ? true : undefined), 2000, "the unsuspension on instance b");
+    await waitFor("the unsuspension on instance b", () => engineB.watched === 1, 2000);
     await a.api({ method: "DELETE", url: `/rule/${rid}?${q()}` });
-    await waitFor(() => (engineB.watched === 0 ? true : undefined), 2000, "the deletion on instance b");
+    await waitFor("the deletion on instance b", () => engineB.watched === 0, 2000);
   });
 
   it("a snapshot requested on one instance is answered by an upload to the other", async () => {
     const waiting = b.stream.inject({ method: "GET", url: `/rest/v0/camera/${CAM}/snapshot?${q()}` });
-    await waitFor(async () => ((await a.server.services.store.commands.pending(NODE, Date.now())).length > 0 ? true : undefined), 3000, "the snapshot command");
+    await waitFor("the snapshot command", async () => (await a.server.services.store.commands.pending(NODE, Date.now())).length > 0, 3000);
     const up = await a.server.stream.inject({ method: "POST", url: `/rest/v0/camera/${CAM}/snapshot`, headers: { "x-service-token": bt, "content-type": "image/jpeg" }, payload: JPEG });
     expect(up.statusCode).toBe(200);
     const res = await waiting;

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type TestServer, startTestServer } from "../../helpers/server.js";
-import { type Receiver, startReceiver, waitFor } from "./helpers.js";
+import { waitFor } from "../../helpers/wait.js";
+import { type Receiver, startReceiver } from "./helpers.js";
 
 const NODE = "SUBDEV000001";
 const RF = `${NODE}_0_0_11`;
@@ -111,10 +112,10 @@ describe("sub-devices", () => {
     await data("1111");
     await data("1010");
     await data("1111");
-    await waitFor(async () => {
+    await waitFor("two rf actuations", async () => {
       const r = (await t.api({ method: "GET", url: `/device/${RF}/subdevice/${sensor}/data?interval=1day&${q()}` })).json() as Env<{ v: number }[]>;
-      return r.data[0]?.v === 2 ? true : undefined;
-    }, 3000, "two rf actuations");
+      return r.data[0]?.v === 2;
+    }, 3000);
     await t.api({ method: "PUT", url: `/device/${RF}?${q()}`, payload: { DA: actuator } });
     const cmds = (await t.api({ method: "GET", url: `/block/${NODE}/commands`, headers: { "x-service-token": bt } })).json() as { DEVICE: { DA: string }[] };
     expect(cmds.DEVICE.map((c) => c.DA)).toEqual(["0000"]);
