@@ -1,5 +1,5 @@
 /**
- * Automation benchmarks (issue 3).
+ * Automation benchmarks: rules, callbacks and their cost on ingest.
  * 1. Ingest with 1,000 active rules (one per device, over 1,000 devices) and 100 callbacks to a
  *    local receiver, against the same load on a server without them, in this run: autocannon on
  *    loopback against POST /block/:nodeId/data (bench/automation-load.ts), SECONDS per

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- limits` (issue 13): the connection limits under attack, and what they cost.
+ * `npm run bench -- limits`: the connection limits under attack, and what they cost.
  *  - hold: the real server (defaults) holds POLLS long-polls of real block tokens from 100 source
  *    addresses, then ATTACKERS slow-body attackers (POST /auth/login and /oauth/access_token with
  *    `Content-Length: 60000`, never the body, re-opening 1 s after each close) from ADDRESSES

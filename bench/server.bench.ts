@@ -1,5 +1,5 @@
 /**
- * Server core benchmarks (issue 2):
+ * Server core benchmarks:
  *  - ingest: block data events through the full path vs a bare node:http server, 64 connections;
  *  - long-poll fleet: 10,000 held polls, server memory per poll, PUT-to-poll command latency;
  *  - history: a year of 1,000,000 readings folded to 1-hour means vs the same SQL run directly.

@@ -51,7 +51,7 @@ export interface Services {
   events: StreamPublisher;
   /** The live stream's sockets on this process. */
   stream: StreamHub;
-  /** Sub-devices, callbacks delivery, rules and the camera (issue 3). */
+  /** Sub-devices, callbacks delivery, rules and the camera. */
   automation: Automation;
   /** Whether the store writes, for /healthz (store-health.ts). */
   storeHealth: StoreHealth;

@@ -1,7 +1,7 @@
 /**
- * A fake Ninja serial node that behaves like the original firmwares, measured on the real ones
- * (issue 12): the tests of the gateway's serial link run against it over a real pseudo-terminal,
- * and `blockkit sim nodes --serial` can run fleets of it.
+ * A fake Ninja serial node that behaves like the original firmwares, as measured on real ones:
+ * the tests of the gateway's serial link run against it over a real pseudo-terminal, and
+ * `blockkit sim nodes --serial` can run fleets of it.
  *
  * Profiles:
  *  - `0.47` (V12_0.47): answers the version query in an ACK; reads its input in bursts of at most

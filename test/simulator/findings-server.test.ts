@@ -1,5 +1,5 @@
 /**
- * The findings of issue 18 against a real server on loopback: devices announced at start, a
+ * Simulator fixes checked against a real server on loopback: devices announced at start, a
  * failed camera upload counted, one rate definition, cleanup at the end and by prefix, replay
  * --instant spreading its readings and ending early with a summary.
  */

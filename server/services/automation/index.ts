@@ -1,5 +1,5 @@
 /**
- * The automation features (issue 3) as one lifecycle part owned by the controller: sub-devices and
+ * The automation features as one lifecycle part owned by the controller: sub-devices and
  * the actuators of service devices, callback delivery, the rule engine and the camera. It plugs
  * into the core only through its hooks: the ingest's commit listener, the command interceptor and
  * the device JSON's sub-device view.

@@ -141,7 +141,7 @@ CREATE TABLE camera_snapshots (
   },
 ];
 
-// Accounts on the web (issue 4): browser sessions, OAuth applications and codes, server keys.
+// Accounts on the web: browser sessions, OAuth applications and codes, server keys.
 MIGRATIONS.push({
   name: "020-accounts-web",
   sql: `
