@@ -127,6 +127,7 @@ export class SimRunner {
     this.startedAt = this.clock();
     this.load.start();
     await this.receiver.start();
+    this.fleet.open();
     this.callbacks.plan();
     this.phase = "ramping";
     this.metrics.recording = this.s.warmup_s === 0;

@@ -1,12 +1,13 @@
 /**
  * The fleet: N virtual blocks started at the scenario's ramp-up rate, activated with the user
  * token (direct flow) or, for the first `two_legged` blocks, through the two-legged flow where the
- * simulator claims each waiting block as the user (POST /block).
+ * simulator claims each waiting block as the user (POST /block). The constructor only assigns;
+ * open() (or start()) makes the transport and the blocks, stop() closes them.
  */
 import type { ApiClient } from "../../protocol/api-client.js";
 import type { Command } from "../../protocol/payloads.js";
 import type { Metrics } from "../metrics/metrics.js";
-import { inPart } from "../part.js";
+import { blocksInPart, inPart } from "../part.js";
 import { Random } from "../random.js";
 import type { FleetPart } from "../report.js";
 import { type LoadedScenario, nodeIdFor } from "../scenario/parse.js";
@@ -37,7 +38,8 @@ export interface FleetOptions {
 export class Fleet {
   readonly blocks: VirtualBlock[] = [];
   readonly scheduler: Scheduler;
-  readonly http: FleetTransport;
+  /** The blocks' transport: opened by open() or start(), closed by stop(). */
+  http: FleetTransport | null = null;
   /** Uplink cycles in flight across the fleet: as many as the short-call connections carry (see send-window.ts). */
   readonly window = new FleetSendWindow(SHORT_CONNECTIONS * PIPELINING);
   private readonly rng: Random;
@@ -53,7 +55,22 @@ export class Fleet {
   constructor(private readonly o: FleetOptions) {
     this.scheduler = new Scheduler(o.clock ?? Date.now);
     this.rng = new Random(o.scenario.seed);
-    this.http = fleetTransport(SHORT_CONNECTIONS, PIPELINING, o.transport);
+  }
+
+  /** Blocks this fleet runs (its part of the scenario), before and after they are built. */
+  get planned(): number {
+    return blocksInPart(this.o.scenario.blocks.count, this.o.part);
+  }
+
+  /**
+   * Opens the blocks' transport and builds the blocks, without a call yet (the callback planner
+   * reads their devices before the ramp). start() does it when it was not done.
+   */
+  open(): void {
+    if (this.http) return;
+    const o = this.o;
+    const http = fleetTransport(SHORT_CONNECTIONS, PIPELINING, o.transport);
+    this.http = http;
     const s = o.scenario;
     const targets = o.targets && o.targets.length > 0 ? o.targets : [{ baseUrl: o.baseUrl, streamUrl: o.streamUrl }];
     for (let i = 0; i < s.blocks.count; i++) {
@@ -65,7 +82,7 @@ export class Fleet {
         new VirtualBlock(i, nodeId, s.devices, this.rng, {
           baseUrl: target.baseUrl,
           streamUrl: target.streamUrl,
-          transport: this.http.transport,
+          transport: http.transport,
           window: this.window,
           scheduler: this.scheduler,
           metrics: o.metrics,
@@ -81,10 +98,6 @@ export class Fleet {
     }
   }
 
-  get planned(): number {
-    return this.blocks.length;
-  }
-
   get running(): number {
     return this.started;
   }
@@ -94,6 +107,7 @@ export class Fleet {
    * activation (the ramp follows the server's activation rate); returns at once (see rampDone).
    */
   start(): void {
+    this.open();
     const { blocks_per_s, max_pending } = this.o.scenario.ramp_up;
     const perTick = Math.max(1, Math.round(blocks_per_s / 10));
     this.rampDone = new Promise<void>((resolve) => {
@@ -183,6 +197,6 @@ export class Fleet {
     this.quiesce();
     await Promise.allSettled([...this.claims]);
     await Promise.all(this.blocks.slice(0, this.started).map((b) => b.stop()));
-    await this.http.close().catch(() => undefined);
+    await this.http?.close().catch(() => undefined);
   }
 }

@@ -142,7 +142,9 @@ describe("TUI view of a 10,000-block fleet", () => {
       baseUrl: "http://127.0.0.1:9/rest/v0",
       token: "unused-token-000000",
     });
-    // Blocks as they look mid-run (none started: this test measures the view, not the network).
+    // Blocks as they look mid-run (built as start() builds them, none started: this test measures
+    // the view, not the network).
+    runner.fleet.open();
     runner.fleet.blocks.forEach((b, i) => {
       b.sent = (i * 7919) % 1000;
       b.rate.value = (i * 31) % 17;

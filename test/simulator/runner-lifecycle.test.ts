@@ -1,0 +1,23 @@
+/** The simulator's runner and fleet: constructors only assign; the transport and the blocks come with start. */
+import { describe, expect, it } from "vitest";
+import { SimRunner } from "../../simulator/runner.js";
+import { validateScenario } from "../../simulator/scenario/parse.js";
+
+describe("SimRunner and Fleet lifecycle", () => {
+  it("a runner that is built but never started opens nothing, and stops cleanly", async () => {
+    const runner = new SimRunner({
+      scenario: validateScenario({ blocks: { count: 5 }, devices: [{ type: "temperature" }] }),
+      part: { index: 1, count: 2 },
+      baseUrl: "http://127.0.0.1:9/rest/v0",
+      token: "unused-token-000000",
+    });
+    expect(runner.fleet.http).toBeNull();
+    expect(runner.fleet.blocks).toHaveLength(0);
+    // Blocks 1 and 3 of 0..4 are this part's.
+    expect(runner.fleet.planned).toBe(2);
+    runner.fleet.open();
+    expect(runner.fleet.http).not.toBeNull();
+    expect(runner.fleet.blocks.map((b) => b.index)).toEqual([1, 3]);
+    await expect(runner.stop()).resolves.toBeUndefined();
+  });
+});
