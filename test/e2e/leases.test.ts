@@ -6,7 +6,8 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Receiver, startReceiver } from "../server/automation/helpers.js";
-import { http, until } from "../helpers/http.js";
+import { http } from "../helpers/http.js";
+import { waitFor } from "../helpers/wait.js";
 import { PG_AVAILABLE, PG_BASE_URL, pgSchemaUrl } from "../helpers/pg.js";
 import { type CliProcess, startServerProcess, stopProcess } from "../helpers/process.js";
 
@@ -62,9 +63,9 @@ describe.skipIf(!PG_AVAILABLE)("leased work across instances on PostgreSQL", () 
     await post(a, node, token, 9, "0");
     await setCallback(`${node}_0_0_9`, "/once");
     for (let i = 1; i <= 6; i++) await post(i % 2 ? a : b, node, token, 9, String(i));
-    await until(async () => (deliveries("/once").length >= 6 ? true : undefined), 5000, "six deliveries");
+    await waitFor("six deliveries", async () => deliveries("/once").length >= 6, 5000);
     // Nothing is left to deliver: no second delivery of any event can follow.
-    await until(async () => ((await count("callback_outbox")) === 0 ? true : undefined), 5000, "an empty outbox");
+    await waitFor("an empty outbox", async () => (await count("callback_outbox")) === 0, 5000);
     const got = deliveries("/once");
     expect(got.map((r) => (JSON.parse(r.body.toString()) as { DA: number }).DA)).toEqual([1, 2, 3, 4, 5, 6]);
     expect(new Set(got.map((r) => r.headers["x-blockkit-delivery"])).size).toBe(6);
@@ -79,17 +80,17 @@ describe.skipIf(!PG_AVAILABLE)("leased work across instances on PostgreSQL", () 
     receiver.hold = true;
     await post(c, node, token, 9, "42");
     // C leased the delivery and its attempt is held by the receiver: C dies with it.
-    await until(async () => (deliveries("/takeover").length === 1 ? true : undefined), 5000, "C's attempt");
+    await waitFor("C's attempt", async () => deliveries("/takeover").length === 1, 5000);
     c.child.kill("SIGKILL");
     await c.exited;
     receiver.release();
     const t0 = Date.now();
-    await until(async () => (deliveries("/takeover").length === 2 ? true : undefined), 8000, "the attempt of another instance");
+    await waitFor("the attempt of another instance", async () => deliveries("/takeover").length === 2, 8000);
     expect(Date.now() - t0).toBeLessThan(5000); // the 1 s lease, not a retry schedule
     const [first, second] = deliveries("/takeover");
     expect(second?.headers["x-blockkit-delivery"]).toBe(first?.headers["x-blockkit-delivery"]);
     expect(JSON.parse(String(second?.body))).toMatchObject({ GUID: `${node}_0_0_9`, DA: 42 });
-    await until(async () => ((await count("callback_outbox")) === 0 ? true : undefined), 5000, "an empty outbox");
+    await waitFor("an empty outbox", async () => (await count("callback_outbox")) === 0, 5000);
   });
 
   it("a rule judges each event by the values committed before it, whichever instance took the earlier ones", async () => {
@@ -127,7 +128,7 @@ describe.skipIf(!PG_AVAILABLE)("leased work across instances on PostgreSQL", () 
     }
     const runs = async (rid: string): Promise<number> =>
       (await http<{ data: { history: unknown[] } }>(`${a.baseUrl}${user(`/rule/${rid}`)}`)).body.data.history.length;
-    await until(async () => ((await runs(press)) === 3 && (await runs(both)) === 1 ? true : undefined), 5000, "three runs of one rule, one of the other");
+    await waitFor("three runs of one rule, one of the other", async () => (await runs(press)) === 3 && (await runs(both)) === 1, 5000);
     expect(await count("rule_jobs")).toBe(0);
   });
 
@@ -155,28 +156,20 @@ describe.skipIf(!PG_AVAILABLE)("leased work across instances on PostgreSQL", () 
     const c = await start();
     const fired = Date.now();
     await post(c, node, token, 5, "1");
-    await until(
-      async () => {
+    await waitFor("C sleeping in the rule's run", async () => {
         const jobs = await sql.query(`SELECT sleep_until FROM ${db.schema}.rule_jobs`);
         return jobs.rows.length === 1 && jobs.rows[0].sleep_until !== null ? true : undefined;
-      },
-      5000,
-      "C sleeping in the rule's run",
-    );
+      }, 5000);
     c.child.kill("SIGKILL");
     await c.exited;
     const polled = await http<{ DEVICE: { DA: string; GUID: string }[] }>(`${b.baseUrl}/block/${node}/commands`, { headers: { "x-service-token": token } });
     expect(polled.body.DEVICE).toEqual([expect.objectContaining({ GUID: relay, DA: "1" })]);
     // The sleep was resumed, not restarted from zero nor skipped.
     expect(Date.now() - fired).toBeGreaterThanOrEqual(1400);
-    const rule = await until(
-      async () => {
+    const rule = await waitFor("the run in the rule's history", async () => {
         const r = await http<{ data: { history: { ok: boolean; steps: unknown[] }[] } }>(`${a.baseUrl}${user(`/rule/${rid}`)}`);
         return r.body.data.history.length > 0 ? r.body.data : undefined;
-      },
-      5000,
-      "the run in the rule's history",
-    );
+      }, 5000);
     expect(rule.history).toHaveLength(1);
     expect(rule.history[0]).toMatchObject({ ok: true });
     expect(rule.history[0]?.steps).toHaveLength(2);

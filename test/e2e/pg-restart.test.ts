@@ -7,7 +7,8 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { http, until } from "../helpers/http.js";
+import { http } from "../helpers/http.js";
+import { waitFor } from "../helpers/wait.js";
 import { PG_BINARIES, type PgInstance, startPgInstance } from "../helpers/pg-instance.js";
 import { type CliProcess, startServerProcess, stopProcess } from "../helpers/process.js";
 
@@ -74,16 +75,16 @@ describe.skipIf(!PG_BINARIES)("PostgreSQL restarted under load", () => {
     };
     const writers = [0, 1, 2, 3].map((w) => writer(w));
     const total = (): number => [...acked.values()].reduce((t, v) => t + v.length, 0);
-    await until(async () => (total() >= 40 ? true : undefined), 10_000, "40 acknowledged events before the restart");
+    await waitFor("40 acknowledged events before the restart", async () => total() >= 40, 10_000);
 
     await db.stop("immediate");
     const down = Date.now();
-    await until(async () => (seen.every((x) => x.unavailable > down) ? true : undefined), 10_000, "a 503 from each server")
+    await waitFor("a 503 from each server", async () => seen.every((x) => x.unavailable > down), 10_000)
     await db.start();
     const up = Date.now();
-    await until(async () => (seen.every((x) => x.ok > up) ? true : undefined), 20_000, "each server acknowledging again");
+    await waitFor("each server acknowledging again", async () => seen.every((x) => x.ok > up), 20_000);
     const after = total();
-    await until(async () => (total() >= after + 20 ? true : undefined), 10_000, "20 more events");
+    await waitFor("20 more events", async () => total() >= after + 20, 10_000);
     running = false;
     await Promise.all(writers);
 
@@ -105,14 +106,10 @@ describe.skipIf(!PG_BINARIES)("PostgreSQL restarted under load", () => {
     const relay = await http(`${a.baseUrl}/block/${NODE}/data`, { method: "POST", headers: { "x-service-token": token }, json: { G: "0", V: 0, D: 1002, DA: "off" } });
     expect(relay.status).toBe(200);
     const held = http<{ DEVICE: { DA: string }[] }>(`${b.baseUrl}/block/${NODE}/commands`, { headers: { "x-service-token": token } });
-    await until(
-      async () => {
+    await waitFor("the poll held on B", async () => {
         const h = await http<{ heldPolls: number }>(`${b.baseUrl.replace(/\/rest\/v0$/, "")}/healthz`);
         return h.body.heldPolls === 1 ? true : undefined;
-      },
-      5000,
-      "the poll held on B",
-    );
+      }, 5000);
     const put = Date.now();
     expect((await http(`${a.baseUrl}/device/${guid}?user_access_token=${ADMIN}`, { method: "PUT", json: { DA: "on" } })).status).toBe(200);
     const answer = await held;
