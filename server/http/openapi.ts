@@ -267,7 +267,9 @@ over 16 KiB: 431; a request not received in time: 408) get the same envelope.
 block-level calls take the block token in \`X-Service-Token\`. Data and heartbeat events are
 acknowledged only once committed to disk.
 
-More: docs/api.md in the repository (the decisions where the spec is silent, with examples).`;
+This reference is served at \`{auth_url}/docs\` (the document itself at \`/docs/json\`) and kept in the
+repository as docs/openapi.json; docs/api.md there has the decisions where the spec is silent, with
+examples.`;
 
 export interface DocsOptions {
   /** Serve the UI at DOCS_PREFIX (the API listener); the stream listener only generates. */

@@ -17,7 +17,8 @@ const BODY =
   "one precondition true while all the others hold. Actions run serially: `serviceSendCommand {guid, da}`, `sleep " +
   "{sleepLength}` (milliseconds), `getServiceSnapshot {guid}` (a camera; the image is kept for a later " +
   "`sendToFileHost {guid}` in the same run), `sendEmail {to, subject, body}` (through `--smtp-url`). A failing action " +
-  "stops that run and is recorded in the rule's history. Every GUID must name one of your devices.";
+  "stops that run and is recorded in the rule's history. Every GUID must name one of your devices. A rule that " +
+  "fires more than 20 times a second for 5 seconds in a row (a loop) is suspended, and that is recorded in its history.";
 const BAD = "A field is missing or malformed, an unknown handler, a missing or malformed param, or a GUID that is not one of your devices (the message names the handler and param).";
 const ruleDoc = (d: Pick<RouteDoc, "summary" | "description" | "ok"> & Partial<RouteDoc>) => doc({ tag: "Rules", ...d });
 
