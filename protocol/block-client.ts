@@ -80,6 +80,9 @@ export class BlockClient {
   private readonly base: string;
   private readonly stream: string | undefined;
   private transport: BlockTransport | undefined;
+  /** The token of the cached header objects (headersFor), and those objects by content type. */
+  private headersToken: string | undefined;
+  private readonly headerSets = new Map<string | undefined, Record<string, string>>();
   /** The undici transport while its module loads (a dispatcher was given). */
   private readonly loading: Promise<BlockTransport> | undefined;
   private readonly ownTransport: boolean;
@@ -155,6 +158,27 @@ export class BlockClient {
     if (this.ownTransport) await this.transport?.close();
   }
 
+  /**
+   * The headers of a call, the same frozen object for every call with the same token and content
+   * type (a transport may cache what it derives from it: the simulator's writes the lines once).
+   */
+  private headersFor(token: string | undefined, contentType: string | undefined): Record<string, string> {
+    if (token !== this.headersToken) {
+      // A new token (an activation, a re-activation): the old one's headers go.
+      this.headerSets.clear();
+      this.headersToken = token;
+    }
+    let h = this.headerSets.get(contentType);
+    if (!h) {
+      const made: Record<string, string> = {};
+      if (token) made["x-service-token"] = token;
+      if (contentType) made["content-type"] = contentType;
+      h = Object.freeze(made);
+      this.headerSets.set(contentType, h);
+    }
+    return h;
+  }
+
   private blockUrl(what: string): string {
     return `${this.base}/block/${this.nodeId}/${what}`;
   }
@@ -164,16 +188,16 @@ export class BlockClient {
     url: string,
     o: { token?: string; body?: unknown; raw?: Uint8Array; contentType?: string; signal?: AbortSignal; hold?: boolean; json?: boolean; idempotent?: boolean },
   ): Promise<{ status: number; json: unknown }> {
-    const headers: Record<string, string> = {};
-    if (o.token) headers["x-service-token"] = o.token;
     let body: string | Uint8Array | undefined;
+    let contentType: string | undefined;
     if (o.raw) {
       body = o.raw;
-      headers["content-type"] = o.contentType ?? "application/octet-stream";
+      contentType = o.contentType ?? "application/octet-stream";
     } else if (o.body !== undefined) {
       body = JSON.stringify(o.body);
-      headers["content-type"] = "application/json";
+      contentType = "application/json";
     }
+    const headers = this.headersFor(o.token, contentType);
     let status: number;
     let answer: Buffer;
     try {

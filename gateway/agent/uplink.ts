@@ -128,7 +128,9 @@ export class Uplink extends AgentLoop {
         previous = cycle;
         continue;
       }
-      await this.settle(await cycle, signal);
+      // settle() is most often undefined: no await then (a microtask per reading saved).
+      const wait = this.settle(await cycle, signal);
+      if (wait) await wait;
     }
     if (previous) await previous;
   }

@@ -17,6 +17,9 @@ import { FleetSendWindow } from "./send-window.js";
 import { type SimDevice, VirtualBlock } from "./virtual-block.js";
 
 
+/** The fleet's readings are fired in batches every this many ms (see Scheduler). */
+const SCHEDULER_QUANTUM_MS = 10;
+
 export interface FleetOptions {
   scenario: LoadedScenario;
   baseUrl: string;
@@ -53,7 +56,7 @@ export class Fleet {
   rampDone: Promise<void> = Promise.resolve();
 
   constructor(private readonly o: FleetOptions) {
-    this.scheduler = new Scheduler(o.clock ?? Date.now);
+    this.scheduler = new Scheduler(o.clock ?? Date.now, SCHEDULER_QUANTUM_MS);
     this.rng = new Random(o.scenario.seed);
   }
 

@@ -44,7 +44,18 @@ export class Scheduler {
   private timerDue = Number.POSITIVE_INFINITY;
   private stopped = false;
 
-  constructor(private readonly clock: () => number = Date.now) {
+  constructor(
+    private readonly clock: () => number = Date.now,
+    /**
+     * The timer fires on multiples of this many ms, running every job due by then: jobs run up to
+     * `quantumMs` - 1 ms late, in batches. Default 1 (each job on its millisecond). The fleet uses
+     * 10: its ten thousand readings a second then leave in a hundred turns of the event loop, not a
+     * thousand, so each turn's requests share their connections' writes (one writev for several
+     * requests) and the timer is re-armed a tenth as often.
+     */
+    private readonly quantumMs = 1,
+  ) {
+    if (!Number.isInteger(quantumMs) || quantumMs < 1) throw new TypeError(`Scheduler: quantumMs must be a positive integer, got ${String(quantumMs)}`);
     this.cursor = Math.ceil(clock());
   }
 
@@ -81,7 +92,8 @@ export class Scheduler {
     this.inWheel++;
   }
 
-  private arm(due: number): void {
+  private arm(job: number): void {
+    const due = this.quantumMs === 1 ? job : Math.ceil(job / this.quantumMs) * this.quantumMs;
     if (this.stopped || due >= this.timerDue) return;
     if (this.timer) clearTimeout(this.timer);
     this.timerDue = due;

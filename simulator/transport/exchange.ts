@@ -14,6 +14,26 @@ const watched = new AbortWatch<Exchange>((x, reason) => x.abort(reason));
 
 const LINE_BREAK = /[\r\n]/;
 
+/**
+ * The header lines of a headers object, checked once per object: a block client passes the same
+ * object for every call with the same token (BlockClient caches them), so the lines are written
+ * and checked once per block, not once per reading.
+ */
+const serialised = new WeakMap<Record<string, string>, string>();
+
+function fieldLines(headers: Record<string, string>): string {
+  let lines = serialised.get(headers);
+  if (lines !== undefined) return lines;
+  lines = "";
+  for (const name in headers) {
+    const value = headers[name] as string;
+    if (LINE_BREAK.test(name) || LINE_BREAK.test(value)) throw new TypeError(`header ${JSON.stringify(name)} holds a line break`);
+    lines += `${name}: ${value}\r\n`;
+  }
+  serialised.set(headers, lines);
+  return lines;
+}
+
 export class Exchange {
   /** The connection carrying it; null while queued. */
   conn: Carrier | null = null;
@@ -38,12 +58,7 @@ export class Exchange {
     private readonly resolveFn: (res: TransportResponse) => void,
     private readonly rejectFn: (err: Error) => void,
   ) {
-    let head = `${r.method} ${path} HTTP/1.1\r\nhost: ${host}\r\n`;
-    for (const name in r.headers) {
-      const value = r.headers[name] as string;
-      if (LINE_BREAK.test(name) || LINE_BREAK.test(value)) throw new TypeError(`header ${JSON.stringify(name)} holds a line break`);
-      head += `${name}: ${value}\r\n`;
-    }
+    let head = `${r.method} ${path} HTTP/1.1\r\nhost: ${host}\r\n${fieldLines(r.headers)}`;
     if (r.body !== undefined) head += `content-length: ${typeof r.body === "string" ? Buffer.byteLength(r.body) : r.body.byteLength}\r\n`;
     this.head = `${head}\r\n`;
     this.body = r.body;

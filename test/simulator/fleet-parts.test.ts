@@ -29,6 +29,26 @@ describe("fleet scheduler", () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
+  it("with a quantum, fires on its multiples and runs every job due by then, in order", async () => {
+    vi.useFakeTimers({ now: 1_000_000 });
+    const s = new Scheduler(Date.now, 10);
+    const ran: string[] = [];
+    s.after(7, () => ran.push("b"));
+    s.after(3, () => ran.push("a"));
+    s.after(12, () => ran.push("c"));
+    expect(vi.getTimerCount()).toBe(1);
+    await vi.advanceTimersByTimeAsync(9);
+    expect(ran).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(ran).toEqual(["a", "b"]);
+    await vi.advanceTimersByTimeAsync(9);
+    expect(ran).toEqual(["a", "b"]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(ran).toEqual(["a", "b", "c"]);
+    expect(() => new Scheduler(Date.now, 0)).toThrow(/quantumMs must be a positive integer, got 0/);
+    s.stop();
+  });
+
   it("keeps the order of jobs beyond the wheel's horizon, and of many jobs in one millisecond", async () => {
     vi.useFakeTimers();
     const s = new Scheduler();
