@@ -70,6 +70,14 @@ function scenarioDoc(blocks: number, seed: number, perSecond: number) {
   };
 }
 
+/** `poll_network 14776, activate_network 12`: the errors by kind, most first. */
+function byKind(errors: Record<string, number>): string {
+  return Object.entries(errors)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, n]) => `${k} ${n}`)
+    .join(", ");
+}
+
 /** CPU time of another process (the server or the sink), ms, from /proc (Linux; NaN elsewhere). */
 function cpuMsOf(pid: number | undefined): number {
   try {
@@ -114,7 +122,7 @@ async function capacity(label: string, baseUrl: string, blocks: number, seed: nu
   figure("  ingest ack p50", report.latency_ms.ingest.p50 ?? Number.NaN, "ms");
   figure("  ingest ack p99", report.latency_ms.ingest.p99 ?? Number.NaN, "ms");
   figure("  simulator CPU per event", report.simulator.cpu_us_per_event ?? Number.NaN, "µs");
-  figure("  errors", c.errors, Object.keys(report.errors_by_kind).join(", ") || "");
+  figure("  errors", c.errors, byKind(report.errors_by_kind));
   process.stdout.write(`  limited by: ${report.simulator.bottleneck} (${report.simulator.reason})\n`);
   return { cpuUsPerEvent: report.simulator.cpu_us_per_event ?? Number.NaN };
 }
@@ -240,7 +248,7 @@ async function fleetInProcesses(): Promise<void> {
     figure("  ingest ack p50", r.latency_ms.ingest.p50 ?? Number.NaN, "ms");
     figure("  ingest ack p99", r.latency_ms.ingest.p99 ?? Number.NaN, "ms");
     figure("  send window full", r.simulator.send_window.full_percent, "% of the time (most limited process)");
-    figure("  errors", r.counts.errors, Object.keys(r.errors_by_kind).join(", ") || "");
+    figure("  errors", r.counts.errors, byKind(r.errors_by_kind));
     process.stdout.write(`  limited by: ${r.simulator.bottleneck} (${r.simulator.reason})\n`);
   } finally {
     await sink.stop();
