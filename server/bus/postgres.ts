@@ -53,7 +53,11 @@ export class PgBus implements Bus {
       return;
     }
     this.stats.sent++;
-    this.pool.query("SELECT pg_notify($1, $2)", [PG_CHANNEL, payload]).catch((err: unknown) => {
+    // The NOTIFY's own transaction commits without waiting for the WAL flush (synchronous_commit off
+    // for that transaction only): the state it points at was committed durably before, and a
+    // notification is delivered only once its transaction's commit returns, so a durable commit
+    // put a second flush between a command's PUT on one instance and the poll held on another.
+    this.pool.query("SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)", [PG_CHANNEL, payload]).catch((err: unknown) => {
       // The state is in tables: the other instances re-read it after their reconnection or at
       // their next poll; nothing acknowledged depends on this message alone.
       this.stats.sendFailures++;
