@@ -80,12 +80,13 @@ async function rps(servers: Proc[], nodes: string[], tokens: string[]): Promise<
 }
 
 /** A schema of its own on the tests' PostgreSQL, dropped by `drop()`. */
-function pgSchema(tag: string): { url: string; drop: () => Promise<void> } {
+function pgSchema(tag: string): { url: string; schema: string; drop: () => Promise<void> } {
   const schema = `bk_bench_${tag}_${process.pid}`;
   const u = new URL(PG_URL);
   u.searchParams.set("schema", schema);
   return {
     url: u.toString(),
+    schema,
     async drop() {
       const c = new pg.Client({ connectionString: PG_URL });
       await c.connect();
@@ -408,6 +409,7 @@ async function fleetPart(dir: string, spec: string): Promise<void> {
     };
     let from: Promise<Snap> | null = null;
     let to: Promise<Snap> | null = null;
+    let ended = false;
     let last = "";
     child.stderr?.setEncoding("utf8");
     let buf = "";
@@ -422,8 +424,13 @@ async function fleetPart(dir: string, spec: string): Promise<void> {
         }
         last = line;
         const running = /^\[\d/.test(line);
+        // The window's end: the first line after it, or (a run that drains at once and exits) its last line.
         if (running && from === null) from = snap();
-        else if (!running && from !== null && to === null) to = snap();
+        else if (running && !ended) to = snap();
+        else if (!running && from !== null && !ended) {
+          ended = true;
+          to = snap();
+        }
       }
     });
     const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
@@ -464,6 +471,30 @@ async function fleetPart(dir: string, spec: string): Promise<void> {
     });
     if (db) figure("  PostgreSQL CPU, all its processes", pct(f.pg, t.pg), "% of one core");
     process.stdout.write(`  the simulator says: limited by ${report.simulator.bottleneck} (${report.simulator.reason})\n`);
+    if (db) {
+      // On-disk bytes per stored reading and per idempotency key (tables and their indexes), for the capacity model.
+      const c = new pg.Client({ connectionString: PG_URL });
+      await c.connect();
+      try {
+        const size = async (table: string): Promise<[number, number]> => {
+          const parts = await c.query<{ oid: string }>(
+            `SELECT c.oid::regclass::text AS oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = $1 AND c.relkind = 'r' AND (c.relname = $2 OR c.relname LIKE $2 || '\\_%')`,
+            [db.schema, table],
+          );
+          let bytes = 0;
+          for (const r of parts.rows) bytes += Number((await c.query<{ b: string }>("SELECT pg_total_relation_size($1::regclass) AS b", [r.oid])).rows[0]?.b);
+          const rows = Number((await c.query<{ n: string }>(`SELECT count(*) AS n FROM ${db.schema}.${table}`)).rows[0]?.n);
+          return [bytes, rows];
+        };
+        const [rb, rn] = await size("readings");
+        const [kb, kn] = await size("event_keys");
+        figure("  PostgreSQL bytes per stored reading (heap + index)", rb / rn, `(${rn} readings)`);
+        figure("  PostgreSQL bytes per idempotency key (heap + indexes)", kb / kn, `(${kn} keys)`);
+      } finally {
+        await c.end();
+      }
+    }
   } finally {
     if (sim) {
       sim.kill("SIGINT");
