@@ -1,5 +1,5 @@
 /**
- * The findings of issue 18 that need no server: report digits, one ingest latency without the
+ * Simulator fixes checked without a server: report digits, one ingest latency without the
  * TUI's pause, per-block rates that do not flicker, the TUI within 80×24, the server and stream
  * defaults of the command line, the file-descriptor check.
  */
