@@ -1,5 +1,6 @@
 /** `blockkit gateway`: run the hardware gateway daemon (one block bridging serial and MQTT nodes). */
 import type { Command } from "commander";
+import { StartCancelled } from "../protocol/lifecycle.js";
 import { programLogger } from "./logger.js";
 import type { GatewayFlags } from "../gateway/daemon/config.js";
 import { logLevel, port, positiveInt, url } from "./options.js";
@@ -50,7 +51,14 @@ export function registerGateway(program: Command): void {
       const logger = await programLogger("blockkit-gateway", config.logLevel);
       const gateway = new Gateway(config, { logger });
       stopOnSignals(logger, () => gateway.stop());
-      await gateway.start();
+      try {
+        // A failed start has stopped what it had started (the outbox is closed) when it rejects.
+        await gateway.start();
+      } catch (err) {
+        // SIGINT/SIGTERM during start: the signal handler's stop() ends the process once it is done.
+        if (err instanceof StartCancelled) return;
+        throw err;
+      }
       const health = gateway.health ? ` health http://${config.health.host}:${gateway.health.port}` : "";
       process.stdout.write(`blockkit gateway ready node ${config.nodeId}${health}\n`);
     });

@@ -10,7 +10,7 @@ import pino from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadConfig } from "../../gateway/daemon/config.js";
 import { Gateway } from "../../gateway/daemon/gateway.js";
-import { StopError } from "../../protocol/lifecycle.js";
+import { StartCancelled, StopError } from "../../protocol/lifecycle.js";
 import { freePort } from "../helpers/process.js";
 import { tempDir } from "./helpers.js";
 
@@ -95,5 +95,15 @@ describe("gateway lifecycle", () => {
     await expect(gw.start()).rejects.toThrow(/in use|EADDRINUSE/);
     expect(openOutbox(stateDir)).toEqual([]);
     expect(lines.find((l) => l.msg.startsWith("start failed"))).toMatchObject({ part: "health" });
+  });
+
+  it("stop() during start cancels it: start() rejects with StartCancelled, the outbox is closed, `stopped` logged", async () => {
+    const { gw, stateDir, lines } = await newGateway({ mqttListen: await freePort() });
+    const starting = gw.start();
+    await gw.stop();
+    await expect(starting).rejects.toBeInstanceOf(StartCancelled);
+    await vi.waitFor(() => expect(openOutbox(stateDir)).toEqual([]), { timeout: 5_000 });
+    expect(gw.links).toHaveLength(0);
+    expect(lines.some((l) => l.msg === "stopped")).toBe(true);
   });
 });
