@@ -21,8 +21,8 @@ describe.skipIf(!PG_AVAILABLE)("leased work across instances on PostgreSQL", () 
   let b: Server;
   let receiver: Receiver;
   let sql: pg.Client;
-  const start = async (): Promise<Server> => {
-    const s = await startServerProcess({ dataDir: "/nonexistent-unused", adminToken: ADMIN, pollHoldSeconds: 10, extraArgs: ["--db", db.url, "--lease", "1"] });
+  const start = async (lease = 1): Promise<Server> => {
+    const s = await startServerProcess({ dataDir: "/nonexistent-unused", adminToken: ADMIN, pollHoldSeconds: 10, extraArgs: ["--db", db.url, "--lease", String(lease)] });
     servers.push(s);
     return s;
   };
@@ -174,5 +174,42 @@ describe.skipIf(!PG_AVAILABLE)("leased work across instances on PostgreSQL", () 
     expect(rule.history[0]).toMatchObject({ ok: true });
     expect(rule.history[0]?.steps).toHaveLength(2);
     expect(await count("rule_jobs")).toBe(0);
+  });
+
+  it("an instance stopped cleanly hands its delivery in flight and its sleeping run over at once, not after its lease", async () => {
+    // C's leases last 30 s: only their release at its stop lets the others take over within seconds.
+    const node = "LEASES0000000005";
+    const token = await activate(node);
+    const button = `${node}_0_0_5`;
+    const relay = `${node}_0_0_1002`;
+    for (const D of [5, 9, 1002]) await post(a, node, token, D, "0");
+    await setCallback(`${node}_0_0_9`, "/released");
+    const created = await http(`${a.baseUrl}${user("/rule")}`, {
+      method: "POST",
+      json: {
+        shortName: "Press, wait, switch",
+        preconditions: [{ handler: "serviceChange", params: { guid: button, to: "1" } }],
+        actions: [
+          { handler: "sleep", params: { guid: "N/A", sleepLength: 2000 } },
+          { handler: "serviceSendCommand", params: { guid: relay, da: "1" } },
+        ],
+      },
+    });
+    expect(created.status).toBe(200);
+    const c = await start(30);
+    receiver.hold = true;
+    await post(c, node, token, 9, "7");
+    await post(c, node, token, 5, "1");
+    await waitFor("C's attempt", async () => deliveries("/released").length === 1, 5000);
+    await waitFor("C's run sleeping", async () => (await sql.query(`SELECT 1 FROM ${db.schema}.rule_jobs WHERE sleep_until IS NOT NULL`)).rows.length === 1, 5000);
+    const stopped = Date.now();
+    expect(await stopProcess(c)).toBe(0);
+    receiver.release();
+    await waitFor("the delivery made by another instance", async () => deliveries("/released").length === 2, 5000);
+    const polled = await http<{ DEVICE: { DA: string; GUID: string }[] }>(`${b.baseUrl}/block/${node}/commands`, { headers: { "x-service-token": token } });
+    expect(polled.body.DEVICE).toEqual([expect.objectContaining({ GUID: relay, DA: "1" })]);
+    expect(Date.now() - stopped).toBeLessThan(10_000);
+    const [first, second] = deliveries("/released");
+    expect(second?.headers["x-blockkit-delivery"]).toBe(first?.headers["x-blockkit-delivery"]);
   });
 });
