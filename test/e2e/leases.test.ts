@@ -174,6 +174,10 @@ describe.skipIf(!PG_AVAILABLE)("leased work across instances on PostgreSQL", () 
     expect(rule.history[0]).toMatchObject({ ok: true });
     expect(rule.history[0]?.steps).toHaveLength(2);
     expect(await count("rule_jobs")).toBe(0);
+    // Counted by the instance that took it over (/metrics).
+    const resumed = async (srv: Server): Promise<number> =>
+      Number(/^blockkit_rule_runs_resumed_total (\d+)/m.exec((await http(`${new URL(srv.baseUrl).origin}/metrics`)).text)?.[1] ?? Number.NaN);
+    expect((await resumed(a)) + (await resumed(b))).toBe(1);
   });
 
   it("an instance stopped cleanly hands its delivery in flight and its sleeping run over at once, not after its lease", async () => {

@@ -94,7 +94,7 @@ export class RuleEngine {
   private readonly tag = randomUUID();
   private flushing: Promise<void> | null = null;
   private readonly firingRate: Required<FiringRateOptions>;
-  readonly stats = { fired: 0, runs: 0, failed: 0, dropped: 0, loops: 0, suspended: 0 };
+  readonly stats = { fired: 0, runs: 0, failed: 0, dropped: 0, loops: 0, suspended: 0, resumed: 0 };
 
   constructor(
     private readonly store: Store,
@@ -377,6 +377,7 @@ export class RuleEngine {
         return;
       }
       const r = rule;
+      this.stats.resumed++;
       r.state.pending++;
       r.state.chain = r.state.chain
         .then(() => runCaused([...job.cause, r.id], () => this.run(r, job.fired_at, job)))
