@@ -2,20 +2,12 @@ import { cpSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
-import { type BrowserContext, type Page, chromium } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlockkitServer } from "../../server/controller.js";
+import { launchChromium } from "./chromium.js";
 import { type ClientApp, startClientApp } from "./client-app.js";
 
-const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-  "--disable-quic",
-];
 const PASSWORD = "a long browser password";
 
 describe("settings and OAuth pages in Chromium", () => {
@@ -37,11 +29,7 @@ describe("settings and OAuth pages in Chromium", () => {
     await server.services.auth.revoke({ user_id: user.id, kind: "user" });
     clientApp = await startClientApp(authUrl);
     // A fresh profile in the test's folder.
-    browser = await chromium.launchPersistentContext(join(dir, "profile"), {
-      executablePath: "/usr/bin/chromium",
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1000, height: 900 },
-    });
+    browser = await launchChromium(join(dir, "profile"), { viewport: { width: 1000, height: 900 } });
     page = await browser.newPage();
     page.setDefaultTimeout(10_000);
     page.on("console", (m) => {

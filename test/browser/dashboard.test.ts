@@ -8,13 +8,13 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
-import { type BrowserContext, type Page, chromium } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
+import { launchChromium } from "./chromium.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlockkitServer } from "../../server/controller.js";
 import { freshNode } from "../helpers/core.js";
 import { http } from "../helpers/http.js";
 
-const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"];
 const PASSWORD = "a long dashboard password";
 const IMAGES = join(import.meta.dirname, "..", "..", "docs", "images");
 const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
@@ -83,12 +83,7 @@ describe("dashboard pages in Chromium", () => {
     await post("config", { G: "1", V: 0, D: 1002, type: "PLUGIN" });
     await post("data", { G: "1", V: 0, D: 1002, DA: "0" });
     await post("data", { G: "2", V: 0, D: 1007, DA: "00FF00" });
-    browser = await chromium.launchPersistentContext(join(dir, "profile"), {
-      executablePath: "/usr/bin/chromium",
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1000, height: 900 },
-      colorScheme: "light",
-    });
+    browser = await launchChromium(join(dir, "profile"), { viewport: { width: 1000, height: 900 }, colorScheme: "light" });
     page = await browser.newPage();
     page.setDefaultTimeout(10_000);
     page.on("request", (r) => requests.push(r.url()));

@@ -3,12 +3,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
-import { type BrowserContext, chromium } from "playwright-core";
+import type { BrowserContext } from "playwright-core";
+import { launchChromium } from "./chromium.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlockkitServer } from "../../server/controller.js";
 import { openapiDocument } from "../../server/http/openapi.js";
 
-const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"];
 
 describe("the API reference page in Chromium", () => {
   let dir: string;
@@ -20,7 +20,7 @@ describe("the API reference page in Chromium", () => {
     dir = mkdtempSync(join(tmpdir(), "blockkit-docs-"));
     server = new BlockkitServer({ port: 0, streamPort: 0, dataDir: join(dir, "data"), logger: pino({ level: "silent" }) });
     authUrl = (await server.start()).authUrl;
-    browser = await chromium.launchPersistentContext(join(dir, "profile"), { executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS });
+    browser = await launchChromium(join(dir, "profile"));
   }, 60_000);
 
   afterAll(async () => {
