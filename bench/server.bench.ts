@@ -243,8 +243,50 @@ async function history(): Promise<void> {
   }
 }
 
+/**
+ * The cost on the ingest path of reading the log of deleted tokens once a second (a token revoked
+ * by another process leaves the cache): two servers, the poll on (default) and off
+ * (BLOCKKIT_REVOCATION_POLL_MS=0, the code before), loaded in alternating rounds.
+ */
+async function revocationPoll(): Promise<void> {
+  const dirs = [mkdtempSync(join(tmpdir(), "bk-bench-rev-on-")), mkdtempSync(join(tmpdir(), "bk-bench-rev-off-"))];
+  const on = await startServer(dirs[0] as string, ADMIN);
+  process.env.BLOCKKIT_REVOCATION_POLL_MS = "0";
+  const off = await startServer(dirs[1] as string, ADMIN).finally(() => delete process.env.BLOCKKIT_REVOCATION_POLL_MS);
+  try {
+    const nodes = Array.from({ length: 64 }, (_, i) => nodeId(i));
+    const tokensOf = async (port: number): Promise<string[]> => {
+      const out: string[] = [];
+      for (const n of nodes) out.push(((await getJson(`http://127.0.0.1:${port}/rest/v0/block/${n}/activate?user_access_token=${ADMIN}`)) as { token: string }).token);
+      return out;
+    };
+    const [onTokens, offTokens] = [await tokensOf(on.port), await tokensOf(off.port)];
+    await load(on.port, nodes, onTokens, 1);
+    await load(off.port, nodes, offTokens, 1);
+    const rounds: { on: number; off: number }[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      // Alternate which goes first, so that a drift of the machine's speed favours neither.
+      const first = round % 2 === 0;
+      const a = await load(first ? off.port : on.port, nodes, first ? offTokens : onTokens, SECONDS / ROUNDS / 2);
+      const b = await load(first ? on.port : off.port, nodes, first ? onTokens : offTokens, SECONDS / ROUNDS / 2);
+      rounds.push(first ? { off: a.requests.average, on: b.requests.average } : { on: a.requests.average, off: b.requests.average });
+    }
+    const ratios = rounds.map((r) => r.on / r.off).sort((x, y) => x - y);
+    const median = ((ratios[(ratios.length - 1) >> 1] as number) + (ratios[ratios.length >> 1] as number)) / 2;
+    const mean = (k: "on" | "off") => rounds.reduce((a, r) => a + r[k], 0) / rounds.length;
+    figure("ingest, revocation poll off (before)", mean("off"), "req/s");
+    figure("ingest, revocation poll every 1 s", mean("on"), "req/s", { name: "poll off", value: mean("off") });
+    process.stdout.write(`revocation poll ratio per round: ${rounds.map((r) => (r.on / r.off).toFixed(3)).join(" ")}; median ${median.toFixed(3)}\n`);
+  } finally {
+    await on.stop();
+    await off.stop();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  }
+}
+
 process.stdout.write(`machine: ${machine()}\n`);
 const only = process.env.BENCH_ONLY;
 if (!only || only === "ingest") await ingest();
 if (!only || only === "poll") await longPollFleet();
 if (!only || only === "history") await history();
+if (!only || only === "revocation") await revocationPoll();

@@ -73,6 +73,7 @@ export function registerServer(program: Command): void {
         smtpUrl: flags.smtpUrl,
         smsUrl: flags.smsUrl,
         metricsToken: flags.metricsToken ?? process.env.BLOCKKIT_METRICS_TOKEN,
+        revocationPollMs: revocationPoll(),
         outbound: {
           allow: flags.outboundAllow ?? fromEnv("BLOCKKIT_OUTBOUND_ALLOW"),
           deny: flags.outboundDeny ?? fromEnv("BLOCKKIT_OUTBOUND_DENY"),
@@ -125,4 +126,12 @@ function fromEnv(name: string): string[] | undefined {
   } catch (err) {
     throw new CliError(`${name}: ${(err as Error).message}`);
   }
+}
+
+/** BLOCKKIT_REVOCATION_POLL_MS (docs/operations.md): a whole number of ms, 0 to turn the poll off. */
+function revocationPoll(): number | undefined {
+  const value = process.env.BLOCKKIT_REVOCATION_POLL_MS;
+  if (value === undefined || value === "") return undefined;
+  if (!/^\d+$/.test(value)) throw new CliError(`BLOCKKIT_REVOCATION_POLL_MS: "${value}" is not a whole number of milliseconds`);
+  return Number(value);
 }

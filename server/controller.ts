@@ -68,6 +68,12 @@ export interface ServerOptions {
   commandTtlSeconds?: number;
   /** Per-credential rate limit, requests per second (0 = off). Default 1000, burst twice that. */
   rateLimitPerSecond?: number;
+  /**
+   * How often the token cache reads the store's log of deleted tokens, ms (SQLite: a token revoked
+   * by another process, such as `blockkit users token`, is refused within this time). 0: never
+   * (such revocations take effect at restart). Default 1000.
+   */
+  revocationPollMs?: number;
   /** Bearer token that opens GET /metrics to any client. Default: none, loopback clients only. */
   metricsToken?: string;
   /** Connections, request timeouts and activation holds (docs/operations.md "Limits"). */
@@ -182,7 +188,7 @@ export class BlockkitServer {
       },
       // Constructors only assign: nothing to stop here.
       { name: "services", start: () => void (this.services = this.wire(store, bus)) },
-      { name: "auth", start: () => s().auth.start(), stop: () => s().auth.stop() },
+      { name: "auth", start: () => s().auth.start(this.options.revocationPollMs ?? 1000), stop: () => s().auth.stop() },
       { name: "rate limiter", start: () => s().rateLimiter.start(), stop: () => s().rateLimiter.stop() },
       // Loads the session key: before any request can arrive (nothing listens yet).
       { name: "accounts", start: () => s().accounts.start(), stop: () => s().accounts.stop() },

@@ -45,6 +45,7 @@ export class AuthService {
   /** Bumped by every revocation: a read that began before one does not enter the cache. */
   private generation = 0;
   private unsubscribe: (() => void)[] = [];
+  private poller: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly store: Store,
@@ -52,8 +53,37 @@ export class AuthService {
     private readonly bus: Bus | null = null,
   ) {}
 
-  /** Listens for revocations made by other instances (and this one, harmlessly). */
-  start(): void {
+  /**
+   * Listens for revocations made by other instances (and this one, harmlessly), and, on a store
+   * that logs every deleted token (SQLite), reads that log every `revocationPollMs`: a token
+   * revoked by another process on the same store (`blockkit users token NAME`) leaves the cache
+   * within that time. One small query a second; nothing on the request path.
+   */
+  start(revocationPollMs = 1000): void {
+    const log = this.store.tokens.revokedSince?.bind(this.store.tokens);
+    if (log && revocationPollMs > 0) {
+      let after: number | null = null;
+      let busy = false;
+      const poll = (): void => {
+        if (busy) return;
+        busy = true;
+        log(after)
+          .then((r) => {
+            if (after !== null && r.hashes.length > 0) {
+              this.generation++;
+              for (const h of r.hashes) this.cache.delete(h);
+            }
+            after = r.last;
+          })
+          .catch(() => undefined)
+          .finally(() => {
+            busy = false;
+          });
+      };
+      poll();
+      this.poller = setInterval(poll, revocationPollMs);
+      this.poller.unref();
+    }
     if (!this.bus) return;
     this.unsubscribe.push(
       this.bus.subscribe(TOKENS_CHANNEL, (message) => {
@@ -73,6 +103,8 @@ export class AuthService {
   }
 
   stop(): void {
+    if (this.poller) clearInterval(this.poller);
+    this.poller = undefined;
     for (const u of this.unsubscribe.splice(0)) u();
   }
 

@@ -205,6 +205,12 @@ export interface TokensRepo {
   /** Deletes every token matching all given fields; returns the hashes deleted. */
   revoke(match: TokenMatch): Promise<string[]>;
   list(match: Partial<Pick<TokenRow, "user_id" | "kind" | "node_id" | "client_id">>): Promise<TokenRow[]>;
+  /**
+   * The hashes of tokens deleted after position `after` (null: none, only the current position),
+   * by any process on the store, and the position to ask from next time. Stores whose instances
+   * hear of revocations otherwise (PostgreSQL: the Bus) may leave it out.
+   */
+  revokedSince?(after: number | null): Promise<{ last: number; hashes: string[] }>;
 }
 
 export interface SessionRow {

@@ -98,6 +98,27 @@ describe("account commands", () => {
   });
 });
 
+describe("a token revoked by another process", () => {
+  it("leaves the running server's token cache within about a second", { timeout: 40_000 }, async () => {
+    const dir = fresh();
+    const server = new BlockkitServer({ dataDir: dir, logger: pino({ level: "silent" }), adminToken: "admin-token-revoke-0123" });
+    await server.init();
+    try {
+      const get = async (t: string) => (await server.api.inject({ method: "GET", url: `/rest/v0/devices?user_access_token=${t}` })).statusCode;
+      // Cached by this first use.
+      expect(await get("admin-token-revoke-0123")).toBe(200);
+      const issued = await blockkit(["users", "token", "admin", "--data", dir]);
+      expect(issued.code, issued.stderr).toBe(0);
+      const started = Date.now();
+      await expect.poll(() => get("admin-token-revoke-0123"), { timeout: 5000, interval: 50 }).toBe(401);
+      expect(Date.now() - started).toBeLessThan(2500);
+      expect(await get(issued.stdout.trim())).toBe(200);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
 describe("the first start", () => {
   it("creates the first user only once it listens: a port in use leaves no account behind", { timeout: 40_000 }, async () => {
     const dir = fresh();

@@ -64,9 +64,24 @@ export function tokensRepo(db: Database, writes: TokenWrites): TokensRepo {
     writes.insert(row);
     return gone;
   });
+  const lastRevoked = db.prepare("SELECT coalesce(max(seq), 0) FROM token_revocations").pluck();
+  const revokedAfter = db.prepare("SELECT seq, hash FROM token_revocations WHERE seq > ? ORDER BY seq");
+  const pruneRevoked = db.prepare("DELETE FROM token_revocations WHERE at < ?");
+  let pruned = 0;
   return {
     async put(row) {
       writes.insert(row);
+    },
+    async revokedSince(after) {
+      if (after === null) return { last: lastRevoked.get() as number, hashes: [] };
+      const rows = revokedAfter.all(after) as { seq: number; hash: string }[];
+      const now = Math.floor(Date.now() / 1000);
+      if (now - pruned > 600) {
+        // An hour is far longer than any cache waits between two reads.
+        pruned = now;
+        pruneRevoked.run(now - 3600);
+      }
+      return { last: rows.length > 0 ? (rows[rows.length - 1] as { seq: number }).seq : after, hashes: rows.map((r) => r.hash) };
     },
     async replace(match, row) {
       return replace(match, row);

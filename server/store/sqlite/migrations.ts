@@ -231,3 +231,21 @@ MIGRATIONS.push({
   name: "060-rule-last-fired",
   sql: "ALTER TABLE rules ADD COLUMN last_fired INTEGER;",
 });
+
+// Every deleted token, whichever process deleted it (a trigger, so that \`blockkit users token\` run
+// beside the server counts too): the server's token cache reads the new entries every second and
+// drops those hashes (TokensRepo.revokedSince). Entries older than an hour are pruned.
+MIGRATIONS.push({
+  name: "070-token-revocations",
+  sql: `
+CREATE TABLE token_revocations (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  hash TEXT NOT NULL,
+  at INTEGER NOT NULL
+);
+CREATE TRIGGER tokens_revoked AFTER DELETE ON tokens
+BEGIN
+  INSERT INTO token_revocations (hash, at) VALUES (OLD.hash, CAST(strftime('%s', 'now') AS INTEGER));
+END;
+`,
+});
