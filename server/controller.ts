@@ -13,6 +13,7 @@ import { LocalBus } from "./bus/local.js";
 import { PgBus } from "./bus/postgres.js";
 import type { Bus } from "./bus/types.js";
 import { REST_PREFIX, buildApiApp, buildStreamApp } from "./http/app.js";
+import { LISTEN_BACKLOG } from "./http/connection-guard.js";
 import { Activation } from "./services/activation.js";
 import { AuthService } from "./services/auth.js";
 import { Automation, type AutomationOptions } from "./services/automation/index.js";
@@ -281,12 +282,12 @@ export class BlockkitServer {
   private async listen(): Promise<void> {
     const host = this.options.host ?? "127.0.0.1";
     const port = this.options.port ?? 8000;
-    await this.api.listen({ host, port });
+    await this.api.listen({ host, port, backlog: LISTEN_BACKLOG });
     const apiPort = (this.api.server.address() as AddressInfo).port;
     const outbound = this.services.automation.outbound;
     outbound.setOwnPorts([apiPort]);
     const streamPort = this.options.streamPort ?? (port === 0 ? 0 : port + 1);
-    await this.stream.listen({ host, port: streamPort });
+    await this.stream.listen({ host, port: streamPort, backlog: LISTEN_BACKLOG });
     const realStreamPort = (this.stream.server.address() as AddressInfo).port;
     outbound.setOwnPorts([apiPort, realStreamPort]);
     const shown = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;

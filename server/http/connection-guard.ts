@@ -1,11 +1,19 @@
 /**
  * The node:http servers of both listeners, with the limits of services/limits.ts: time for headers
  * and for a whole request (a slow body is answered 408 and closed), connections per address and in
- * total over both listeners (a connection over a cap is closed at once, before it costs a request).
+ * total over both listeners (a connection over a cap is reset at once, before it costs a request).
  */
 import { type RequestListener, type Server, createServer } from "node:http";
 import type { Socket } from "node:net";
 import type { LimitOptions, Limits } from "../services/limits.js";
+
+/**
+ * Connections the kernel may keep waiting to be accepted (listen(2) backlog; Linux caps it at
+ * net.core.somaxconn, 4096 by default since 5.4). Node's default, 511, fills within a 64 ms pause
+ * of the event loop under a flood of 8,000 refused connections a second, and a normal client's
+ * connection attempt then waits a second for its SYN to be sent again (bench/limits.bench.ts).
+ */
+export const LISTEN_BACKLOG = 4096;
 
 /** How often node:http checks the header and request timeouts, ms (its default, 30 s, lets a 10 s timeout run to 40). */
 const TIMEOUT_CHECK_MS = 1000;
@@ -37,13 +45,19 @@ export function guardedServer(
   server.headersTimeout = request > 0 ? Math.min(o.headersTimeoutMs, request) : o.headersTimeoutMs;
   server.setTimeout(timeouts.connectionTimeout);
   if (timeouts.maxRequestsPerSocket && timeouts.maxRequestsPerSocket > 0) server.maxRequestsPerSocket = timeouts.maxRequestsPerSocket;
+  // A connection over a cap is refused before node:http sets it up (its parser, timers and list
+  // of connections): under a connect flood refusals are most of the work. It is reset (RST), not
+  // closed: the peer learns at once, and the server keeps no TIME_WAIT entry per refusal.
+  const setUp = server.listeners("connection") as ((socket: Socket) => void)[];
+  server.removeAllListeners("connection");
   server.on("connection", (socket: Socket) => {
     const address = socket.remoteAddress ?? "";
     if (!limits.admit(address)) {
-      socket.destroy();
+      socket.resetAndDestroy();
       return;
     }
     socket.once("close", () => limits.release(address));
+    for (const l of setUp) l.call(server, socket);
   });
   return server;
 }

@@ -3,17 +3,23 @@
  * address cannot hold more than its share of connections or activation holds, the server as a
  * whole no more than its cap, and a normal client is still answered.
  */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { type Socket, connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Writable } from "node:stream";
 import pino from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { LimitOptions } from "../../../server/services/limits.js";
+import { startServerProcess, stopProcess } from "../../helpers/process.js";
 import { type TestServer, startTestServer } from "../../helpers/server.js";
 
 interface Peer {
   socket: Socket;
   /** Everything the server sent. */
   text: () => string;
+  /** The code of the socket's error, if it had one (ECONNRESET: the server reset it). */
+  error: () => string | undefined;
   closed: Promise<void>;
   isClosed: () => boolean;
 }
@@ -36,22 +42,26 @@ async function server(limits: Partial<LimitOptions>, logLines?: string[]): Promi
   return { t, port: new URL(t.baseUrl as string).port as unknown as number };
 }
 
-/** A raw TCP client from `from` (any 127.0.0.0/8 address) that sends `data` and keeps the socket. */
+/**
+ * A raw TCP client from `from` (any 127.0.0.0/8 address) that sends `data` and keeps the socket.
+ * A connection reset at accept may fail before 'connect' is seen: that peer resolves closed.
+ */
 function peer(port: number, data: string, from = "127.0.0.1"): Promise<Peer> {
-  return new Promise((resolve, reject) => {
+  return new Promise((resolve) => {
     const socket = connect({ host: "127.0.0.1", port, localAddress: from });
     let text = "";
     let closed = false;
+    let error: string | undefined;
     const done = new Promise<void>((r) => socket.once("close", () => ((closed = true), r())));
+    const p = { socket, text: () => text, error: () => error, closed: done, isClosed: () => closed };
     socket.on("data", (c: Buffer) => (text += c.toString()));
-    socket.on("error", () => undefined);
+    socket.on("error", (err: NodeJS.ErrnoException) => (error = err.code));
     socket.once("connect", () => {
       if (data) socket.write(data);
-      const p = { socket, text: () => text, closed: done, isClosed: () => closed };
       peers.push(p);
       resolve(p);
     });
-    socket.once("error", reject);
+    void done.then(() => resolve(p));
   });
 }
 
@@ -86,9 +96,11 @@ describe("slow clients and connection caps", () => {
   it("caps connections per address; other addresses are still served", async () => {
     const { t, port } = await server({ maxConnectionsPerAddress: 5 });
     for (let i = 0; i < 5; i++) await peer(port, slowBody("/auth/login"), "127.0.0.2");
-    const over = await peer(port, slowBody("/auth/login"), "127.0.0.2");
+    // Reset at accept (RST, not a FIN: no TIME_WAIT left on the server), even before it sent anything.
+    const over = await peer(port, "", "127.0.0.2");
     await over.closed;
     expect(over.text()).toBe("");
+    expect(over.error()).toBe("ECONNRESET");
     expect(t.server.services.limits.hits.get("connections_per_address")).toBe(1);
     expect(await healthz(port, "127.0.0.3")).toBe("HTTP/1.1 200 OK");
     // The machine's own address is not capped per address (a simulator, a gateway on the host).
@@ -111,6 +123,35 @@ describe("slow clients and connection caps", () => {
     expect(over.text()).toBe("");
     expect(t.server.services.limits.hits.get("connections")).toBe(1);
     expect(t.server.services.limits.openConnections).toBe(6);
+  });
+
+  it("connections wait in a deep accept queue while the server is busy (listen backlog past Node's 511)", async () => {
+    // A stopped server process stands for an event loop busy for a while under a connect flood: the
+    // kernel completes handshakes into the accept queue, and past the backlog it drops the SYNs
+    // (the client sends again after 1 s, 3 s, ...). Linux caps the backlog at net.core.somaxconn.
+    const n = Math.min(1200, Number(readFileSync("/proc/sys/net/core/somaxconn", "utf8")));
+    const dir = mkdtempSync(join(tmpdir(), "bk-backlog-"));
+    const p = await startServerProcess({ dataDir: dir, adminToken: "backlog-admin-token-000000000001" });
+    const sockets: Socket[] = [];
+    try {
+      const port = Number(new URL(p.baseUrl).port);
+      p.child.kill("SIGSTOP");
+      let connected = 0;
+      for (let i = 0; i < n; i++) {
+        const s = connect({ host: "127.0.0.1", port });
+        s.on("error", () => undefined);
+        s.once("connect", () => connected++);
+        sockets.push(s);
+      }
+      await vi.waitFor(() => expect(connected).toBe(n), { timeout: 5000, interval: 50 });
+      p.child.kill("SIGCONT");
+      expect(await healthz(port)).toBe("HTTP/1.1 200 OK");
+    } finally {
+      for (const s of sockets) s.destroy();
+      p.child.kill("SIGCONT");
+      await stopProcess(p);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("caps activation holds per address and in total (429 with the envelope)", async () => {
