@@ -84,6 +84,7 @@ export function registerNodes(sim: Command): void {
       if (flags.serial) {
         const { runSerialNode } = await import("../simulator/nodes/serial-nodes.js");
         let path = flags.serial;
+        const until = wait(flags.duration * 1000);
         let pair: import("../simulator/nodes/pty-pair.js").PtyPair | null = null;
         if (path === true) {
           const { PtyPair } = await import("../simulator/nodes/pty-pair.js");
@@ -94,13 +95,21 @@ export function registerNodes(sim: Command): void {
             // stdout: the gateway's end alone, for scripts; stderr: what to do with it.
             process.stdout.write(`${ends.gateway}\n`);
             process.stderr.write(`pseudo-terminal pair: the node is on ${ends.node}; start the gateway with --serial ${ends.gateway}\n`);
+            // The node powers up when the gateway opens its end, as a USB board resets on open.
+            const opened = await Promise.race([pair.opened.then(() => true), until.then(() => false)]);
+            if (!opened) {
+              process.stderr.write(`blockkit sim nodes: no gateway opened ${ends.gateway} before the end (--duration or a signal)\n`);
+              await pair.stop();
+              process.exit(1);
+            }
+            process.stderr.write("the gateway opened its end: the node powers up\n");
           } catch (err) {
             process.stderr.write(`blockkit sim nodes: ${(err as Error).message}\n`);
             process.exit(3);
           }
         }
         try {
-          const result = await runSerialNode({ path, profile: flags.firmware, scenario, log, until: wait(flags.duration * 1000) });
+          const result = await runSerialNode({ path, profile: flags.firmware, scenario, log, until });
           process.stderr.write(`serial node (${flags.firmware}) on ${path}: ${result.readings} readings sent, ${result.commands} commands acted on\n`);
           if (flags.report) writeFileSync(flags.report, `${JSON.stringify(result, null, 2)}\n`);
         } catch (err) {

@@ -3,7 +3,9 @@
  * end, the gateway opens the other (`blockkit gateway --serial <path>`), as if a board were wired to
  * a USB serial adapter. Node.js has no openpty(), so the pair is socat's (`socat pty pty`, the tool
  * the gateway's own serial tests use); socat relays bytes between the two ends, raw and without
- * echo, until stop().
+ * echo, until stop(). The relay starts only once the gateway opens its end (socat's `wait-slave`),
+ * which `opened` reports: the node powers up then, as a USB board resets when its port is opened
+ * (bytes sent before would be lost, and with them the node's PLUGIN announcements).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
@@ -26,6 +28,11 @@ export interface PtyPairOptions {
 
 export class PtyPair {
   private proc: ChildProcess | null = null;
+  private openedResolve!: () => void;
+  /** Resolves once the gateway opened its end (socat starts relaying). */
+  readonly opened = new Promise<void>((resolve) => {
+    this.openedResolve = resolve;
+  });
 
   constructor(private readonly o: PtyPairOptions = {}) {
     if (o.link !== undefined && (o.link === "" || /[,!:]/.test(o.link))) {
@@ -36,7 +43,7 @@ export class PtyPair {
 
   /** Starts socat; resolves with both ends once it relays between them. */
   start(): Promise<PtyEnds> {
-    const gatewaySide = `pty,raw,echo=0${this.o.link ? `,link=${this.o.link}` : ""}`;
+    const gatewaySide = `pty,raw,echo=0,wait-slave${this.o.link ? `,link=${this.o.link}` : ""}`;
     // -d -d: socat names each pty it opens ("N PTY is /dev/pts/7"), then says it is relaying.
     const proc = spawn(this.o.socat ?? "socat", ["-d", "-d", "pty,raw,echo=0", gatewaySide], { stdio: ["ignore", "ignore", "pipe"] });
     this.proc = proc;
@@ -61,11 +68,12 @@ export class PtyPair {
         if (said.length < 20) said.push(line);
         const pty = / PTY is (\S+)/.exec(line);
         if (pty) ptys.push(pty[1] as string);
-        if (/starting data transfer loop/.test(line) && ptys.length === 2) {
+        if (pty && ptys.length === 2) {
           clearTimeout(timer);
           proc.removeAllListeners("exit");
           resolve({ node: ptys[0] as string, gateway: this.o.link ?? (ptys[1] as string) });
         }
+        if (/starting data transfer loop/.test(line)) this.openedResolve();
       });
     });
   }

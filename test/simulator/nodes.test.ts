@@ -133,6 +133,8 @@ describe.runIf(spawnSync("which", ["socat"]).status === 0)("blockkit sim nodes o
       await vi.waitFor(() => expect(stderr).toMatch(/pseudo-terminal pair: the node is on \/dev\/pts\/\d+; start the gateway with --serial /), { timeout: 5000 });
       gateway = new GatewayProcess(["--server", baseUrl, "--node-id", GW, "--user-token", TOKEN, "--serial", path, "--state-dir", join(where, "gw")], await freePort());
       await gateway.start();
+      // The node boots only once the gateway opened its end, so its PLUGIN announcements reach it.
+      await vi.waitFor(() => expect(stderr).toContain("the gateway opened its end: the node powers up"), { timeout: 10_000 });
       const api = new ApiClient({ baseUrl, token: TOKEN });
       await vi.waitFor(async () => expect((await api.history(`${GW}_1_0_9`, { from: 0 })).length).toBeGreaterThan(2), { timeout: 20_000, interval: 200 });
       await vi.waitFor(async () => expect(Object.keys(await api.devices())).toContain(`${GW}_2_0_1002`), { timeout: 10_000, interval: 200 });
