@@ -13,11 +13,19 @@ export function outboxRepo(pool: pg.Pool): CallbackOutbox {
   return {
     async claim(lease, now, leaseMs, limit, perUser, busy) {
       // Heads of each device's queue only: the next delivery of a device becomes claimable once the
-      // one before it is gone, so a device has one attempt at a time and keeps its order.
+      // one before it is gone, so a device has one attempt at a time and keeps its order. The heads
+      // come from a loose index scan of (device_id, id): one probe per device with deliveries
+      // waiting, however long their queues (a DISTINCT ON read the whole table at every claim).
       return q<OutboxDelivery>(
         pool,
-        `WITH heads AS (
-           SELECT DISTINCT ON (device_id) id, user_id, next_at, lease_until FROM callback_outbox ORDER BY device_id, id
+        `WITH RECURSIVE h AS (
+           (SELECT device_id, id FROM callback_outbox ORDER BY device_id, id LIMIT 1)
+           UNION ALL
+           SELECT n.device_id, n.id FROM h, LATERAL (
+             SELECT device_id, id FROM callback_outbox WHERE device_id > h.device_id ORDER BY device_id, id LIMIT 1
+           ) n
+         ), heads AS (
+           SELECT o.id, o.user_id, o.next_at, o.lease_until FROM h JOIN callback_outbox o ON o.id = h.id
          ), due AS (
            SELECT id, row_number() OVER (PARTITION BY user_id ORDER BY id) AS n FROM heads
            WHERE next_at <= $2 AND (lease_until IS NULL OR lease_until < $2) AND NOT (user_id = ANY($6::bigint[]))

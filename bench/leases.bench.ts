@@ -1,0 +1,81 @@
+/**
+ * `npm run bench -- leases`: what the durable callback outbox costs on PostgreSQL (docs/scaling.md
+ * "Leases"). The ingest commit of 64 readings (64 devices) with a callback on none of the devices
+ * (the baseline) against the same with a callback on every device (64 outbox rows written in the
+ * transaction), rounds interleaved; then the outbox's own bookkeeping per delivery (lease, remove),
+ * without HTTP. Needs the PostgreSQL of the tests (BLOCKKIT_TEST_PG / DATABASE_URL / 127.0.0.1:5432).
+ */
+import pg from "pg";
+import { openStore } from "../server/store/index.js";
+import type { IngestEvent, Store } from "../server/store/types.js";
+import { figure, machine } from "./lib.js";
+
+const PG_URL = process.env.BLOCKKIT_TEST_PG ?? process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const COMMITS = Number(process.env.BENCH_COMMITS ?? 300);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const DEVICES = 64;
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+
+async function commits(store: Store, userId: number, prefix: string, from: number, n: number): Promise<number> {
+  const batch = (t: number): IngestEvent[] =>
+    Array.from({ length: DEVICES }, (_, i) => {
+      const node = `${prefix}${String(i).padStart(6, "0")}`;
+      return { kind: "data", userId, node, guid: `${node}_0_0_9`, G: "0", V: 0, D: 9, DA: String(t), num: t, ts: 1_800_000_000_000 + t };
+    });
+  const start = process.hrtime.bigint();
+  for (let t = from; t < from + n; t++) await store.events.commit(batch(t));
+  return Number(process.hrtime.bigint() - start) / 1e6 / n;
+}
+
+async function main(): Promise<void> {
+  process.stdout.write(`${machine()}\n`);
+  const schema = `bk_bench_leases_${process.pid}`;
+  const u = new URL(PG_URL);
+  u.searchParams.set("schema", schema);
+  const store = await openStore(u.toString(), { poolSize: 4 });
+  try {
+    const userId = (await store.users.create("bench", null, Date.now())).id;
+    // Two sets of 64 devices: one without callbacks, one with a callback on each.
+    const ids = await store.events.commit(
+      Array.from({ length: DEVICES }, (_, i) => {
+        const node = `WITHCB${String(i).padStart(6, "0")}`;
+        return { kind: "data", userId, node, guid: `${node}_0_0_9`, G: "0", V: 0, D: 9, DA: "0", num: 0, ts: 1_800_000_000_000 };
+      }),
+    );
+    for (const r of ids) await store.callbacks.set({ device_id: r.deviceId, url: "http://127.0.0.1:9/bench", secret: "s", created: Date.now() });
+    await commits(store, userId, "NOCB", 1, 50);
+    await commits(store, userId, "WITHCB", 1, 50);
+    const without: number[] = [];
+    const withCb: number[] = [];
+    let t = 100;
+    for (let r = 0; r < ROUNDS; r++, t += COMMITS) {
+      without.push(await commits(store, userId, "NOCB", t, COMMITS));
+      withCb.push(await commits(store, userId, "WITHCB", t, COMMITS));
+    }
+    const base = { name: "no callbacks", value: median(without) };
+    figure(`commit of ${DEVICES} readings, no callbacks (median of ${ROUNDS} rounds of ${COMMITS})`, base.value, "ms");
+    figure(`commit of ${DEVICES} readings, a callback on every device (${DEVICES} outbox rows)`, median(withCb), "ms", base);
+    // The outbox's bookkeeping per delivery: lease the heads (one per device), remove each.
+    const outbox = store.outbox as NonNullable<Store["outbox"]>;
+    const depth = await outbox.depth();
+    const start = process.hrtime.bigint();
+    let done = 0;
+    for (;;) {
+      const rows = await outbox.claim("bench", Date.now(), 10_000, 256, 1_000, []);
+      if (rows.length === 0) break;
+      for (const row of rows) await outbox.remove(row.id);
+      done += rows.length;
+    }
+    const ms = Number(process.hrtime.bigint() - start) / 1e6;
+    figure(`outbox lease + remove, ${done} of ${depth} deliveries (no HTTP)`, (ms * 1000) / done, "µs per delivery");
+  } finally {
+    await store.close();
+    const c = new pg.Client({ connectionString: PG_URL });
+    await c.connect();
+    await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await c.end();
+  }
+}
+
+await main();
