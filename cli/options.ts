@@ -1,6 +1,6 @@
 /** Parsers for command-line values: each names the option and the value it refused. */
 import { InvalidArgumentError } from "commander";
-import { parseNetwork } from "../server/services/outbound-policy.js";
+import { parseNetwork } from "../server/services/networks.js";
 import { parseStoreUrl } from "../server/store/url.js";
 
 export function port(value: string): number {
