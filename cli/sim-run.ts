@@ -101,12 +101,17 @@ export async function runSim(flags: SimFlags): Promise<void> {
   const prefix = nodePrefix(scenario.blocks.node_id, scenario.seed);
   const tui = !flags.headless && process.stdout.isTTY === true && process.stdin.isTTY === true;
   let stop: () => void = () => undefined;
-  let signals = 0;
-  const onSignal = (): void => {
-    if (++signals > 1) {
+  // The first signal stops the run (drain, report, cleanup). Only a second Ctrl-C quits at once:
+  // further SIGTERMs are the same request (`timeout` signals its child and then the whole group,
+  // and the respawning parent forwards its own, so one stop arrives here as two or three SIGTERMs).
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      if (signal !== "SIGINT") return;
       if (scenario.cleanup) process.stderr.write(`blockkit sim: quit before the cleanup; remove the leftovers with: blockkit sim cleanup --node-prefix ${prefix}\n`);
       process.exit(130);
     }
+    stopping = true;
     if (scenario.cleanup) process.stderr.write("stopping: draining, then cleaning up (Ctrl-C again to quit at once)\n");
     stop();
   };

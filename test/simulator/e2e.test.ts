@@ -208,6 +208,24 @@ describe("blockkit sim against a real server", () => {
     expect(Object.keys(await api.blocks()).filter((n) => n.startsWith("SIM77N"))).toEqual([]);
   });
 
+  it("SIGTERM repeated to the whole group (as `timeout` sends it) ends a --workers 2 run once, with the summary", { timeout: 60_000 }, async () => {
+    let sent = false;
+    const run = await sim(["--headless", "--blocks", "6", "--devices", "1", "--duration", "60", "--seed", "79", "--workers", "2", "--progress", "0.5", "--drain", "3"], {
+      env: { ...process.env, BLOCKKIT_SERVER: baseUrl, BLOCKKIT_TOKEN: TOKEN },
+      onStderr: (text, child) => {
+        if (!sent && /\[0:0\d\/1:00\] blocks 6\/6/.test(text) && child.pid) {
+          sent = true;
+          process.kill(-child.pid, "SIGTERM");
+          process.kill(-child.pid, "SIGTERM");
+        }
+      },
+    });
+    expect(sent).toBe(true);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/blocks 6\/6 activated, events \d+\/\d+ acked/);
+    expect(run.stderr).not.toContain("IPC channel is already disconnected");
+  });
+
   it("raises the soft limit of open files to the hard one, and refuses a fleet that cannot fit", { timeout: 60_000 }, async () => {
     const args = ["--headless", "--server", baseUrl, "--token", TOKEN, "--blocks", "250", "--devices", "1", "--duration", "1", "--seed", "78", "--cleanup", "--workers", "1"];
     // A soft limit of 300 with a higher hard limit: the simulator raises it and runs.
