@@ -93,6 +93,15 @@ function commitPublished(published: number): void {
   Atomics.notify(control, DONE);
 }
 
+/**
+ * Longest sleep of an idle worker. close() sets CLOSE and then wakes PUBLISHED, but a worker that
+ * read CLOSE as 0 just before and has not yet begun its wait misses that wake-up (PUBLISHED did not
+ * change, so the wait does not return at once): with nothing staged its wait had no end, and the
+ * store's close() hung (seen once in a full test run on a loaded machine). It now looks again at
+ * least this often, which bounds such a close to this time; idle, it costs one wake-up a second.
+ */
+const IDLE_WAIT_MS = 1000;
+
 for (;;) {
   const published = Atomics.load(control, PUBLISHED);
   if (published !== seen) {
@@ -100,7 +109,7 @@ for (;;) {
   } else if (Atomics.load(control, CLOSE) === 1) {
     break;
   } else {
-    Atomics.wait(control, PUBLISHED, seen, staging.dueIn(Date.now()));
+    Atomics.wait(control, PUBLISHED, seen, Math.min(staging.dueIn(Date.now()), IDLE_WAIT_MS));
   }
   staging.moveIfDue(Date.now());
 }
