@@ -1,7 +1,8 @@
 /**
  * The dashboard pages in Chromium (one browser for the file): sign-in, live devices, actuation
  * reaching the block's long-poll, a history chart, claim and unpair, rules, no request to another
- * host, phone width, axe-core. Screenshots of each page go to docs/images/ (committed).
+ * host, phone width, axe-core. Screenshots of each page go to docs/images/ (committed) with
+ * BLOCKKIT_UPDATE_SCREENSHOTS=1, else to a temporary folder.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -16,7 +17,14 @@ import { freshNode } from "../helpers/core.js";
 import { http } from "../helpers/http.js";
 
 const PASSWORD = "a long dashboard password";
-const IMAGES = join(import.meta.dirname, "..", "..", "docs", "images");
+/**
+ * Screenshots go to docs/images/ (committed) only when asked (BLOCKKIT_UPDATE_SCREENSHOTS=1): a test
+ * run must not rewrite tracked files. Otherwise they go to a folder of the run's own.
+ */
+const IMAGES =
+  process.env.BLOCKKIT_UPDATE_SCREENSHOTS === "1"
+    ? join(import.meta.dirname, "..", "..", "docs", "images")
+    : mkdtempSync(join(tmpdir(), "blockkit-screens-"));
 const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 
 describe("dashboard pages in Chromium", () => {
@@ -98,6 +106,7 @@ describe("dashboard pages in Chromium", () => {
     await browser?.close();
     await server?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
+    if (process.env.BLOCKKIT_UPDATE_SCREENSHOTS !== "1") rmSync(IMAGES, { recursive: true, force: true });
   });
 
   it("signs in, shows the block's devices and updates a reading live without a reload", async () => {
