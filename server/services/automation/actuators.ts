@@ -17,7 +17,7 @@ import type { CommandHub } from "../commands.js";
 import { isServiceNode } from "../service-devices.js";
 import { randomUUID } from "node:crypto";
 import { DELIVERY_HEADER, SIGNATURE_HEADER } from "../../../protocol/automation.js";
-import { signature } from "./callbacks.js";
+import { signature } from "./callback-sender.js";
 import { OutgoingError, postJson, redactTarget, send } from "./http-out.js";
 import { webhookSecret } from "./webhook-secret.js";
 import { CAUSE_HEADER, currentCause, formatCause } from "./rules/cause.js";

@@ -1,30 +1,30 @@
 /**
  * Callback delivery (DESIGN.md "Callbacks"). Each committed data or heartbeat event of a device
  * with a callback is POSTed as `{GUID,G,V,D,DA,timestamp,node}`, signed with HMAC-SHA256 of the
- * body keyed with the callback's secret. Deliveries run off the request path, one at a time per
- * device (order kept), retried with exponential backoff; the callback row is read again before
- * every attempt, so nothing is sent once DELETE has returned.
+ * body keyed with the callback's secret (callback-sender.ts). Deliveries run off the request path,
+ * one at a time per device (order kept), retried with exponential backoff; the callback row is read
+ * again before every attempt, so nothing is sent once DELETE has returned.
  *
  * Fair between users: the queues are bounded per device, per user and in total, and each user has
  * at most `maxInFlightPerUser` attempts in flight. A user whose receiver never answers fills only
  * that user's share and holds only that many connections, each for at most `timeoutMs`; another
- * user's deliveries go on. Events beyond a bound are dropped and counted per reason.
+ * user's deliveries go on. Events beyond a bound are dropped and counted per reason (callback-shares.ts).
  *
  * On a store with an outbox (PostgreSQL, several instances) the queues are fed from it instead of
  * from the commit listener (callback-outbox.ts): a delivery is a row written with its event, leased
  * by one instance, and taken over by another when the instance delivering it is lost. The bounds
  * then apply to the rows waiting, and the attempt slots per user to each instance.
  */
-import { createHmac, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
-import { Agent, type Dispatcher } from "undici";
-import { type CallbackPayload, DELIVERY_HEADER, SIGNATURE_HEADER } from "../../../protocol/automation.js";
+import type { Dispatcher } from "undici";
 import type { OutboxDelivery, Store } from "../../store/types.js";
-import { shownDA } from "../devices.js";
 import type { CommittedEvent } from "../ingest.js";
 import type { OutboundPolicy } from "../outbound-policy.js";
 import { OutboxFeeder } from "./callback-outbox.js";
+import { CallbackSender, payloadBody } from "./callback-sender.js";
+import { CallbackShares, type DeviceQueue, type DropReason, type Item } from "./callback-shares.js";
 
 export interface CallbackOptions {
   /** Waits after each failed attempt, ms. Default 1, 2, 4, 8, 16, 32 s: 7 tries over about a minute. */
@@ -50,59 +50,16 @@ export interface CallbackOptions {
   policy?: OutboundPolicy;
 }
 
-/** `sha256=<hex>`: what receivers compare (constant-time) with their own HMAC of the raw body. */
-export function signature(secret: string, body: string): string {
-  return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
-}
-
-/** The JSON body of a delivery. */
-function payloadBody(guid: string, G: string, V: number, D: number, DA: string, ts: number, node: string): string {
-  const payload: CallbackPayload = { GUID: guid, G, V, D, DA: shownDA({ v: V, d: D, last_da: DA }) ?? DA, timestamp: ts, node };
-  return JSON.stringify(payload);
-}
-
-interface Item {
-  id: string;
-  body: string;
-  attempts: number;
-  /** From the outbox: its row, and the callback read when it was leased. */
-  leased?: { row: number; url: string; secret: string };
-}
-
-interface DeviceQueue {
-  userId: number;
-  items: Item[];
-  running: boolean;
-}
-
-interface UserShare {
-  queued: number;
-  inFlight: number;
-  /** Device loops waiting for one of the user's attempt slots, first come first served. */
-  waiting: (() => void)[];
-}
-
-/** Why a delivery was dropped (`blockkit_callback_drops_total{reason}`). */
-export type DropReason = "queue_full" | "user_queue_full" | "device_queue_full" | "gave_up";
-
 export class CallbackDispatcher {
-  private readonly queues = new Map<number, DeviceQueue>();
-  private readonly users = new Map<number, UserShare>();
+  private readonly shares: CallbackShares;
+  private readonly sender: CallbackSender;
   private readonly waits = new Set<{ timer: NodeJS.Timeout; resolve: () => void }>();
   private readonly idleWaiters: (() => void)[] = [];
   private intake: Promise<void> = Promise.resolve();
-  private queued = 0;
   private stopped = false;
   private lastDropLog = 0;
   private readonly abort = new AbortController();
   private readonly retryDelaysMs: number[];
-  private readonly timeoutMs: number;
-  private readonly maxQueued: number;
-  private readonly maxPerDevice: number;
-  private readonly maxQueuedPerUser: number;
-  private readonly maxInFlightPerUser: number;
-  private readonly dispatcher: Dispatcher;
-  private readonly ownsDispatcher: boolean;
   private readonly feeder: OutboxFeeder | null = null;
   readonly stats = { delivered: 0, retries: 0, failed: 0, dropped: 0 };
   /** Drops per reason (`dropped` is their sum less `gave_up`, which `failed` counts). */
@@ -114,25 +71,23 @@ export class CallbackDispatcher {
     options: CallbackOptions = {},
   ) {
     this.retryDelaysMs = options.retryDelaysMs ?? [1000, 2000, 4000, 8000, 16_000, 32_000];
-    this.timeoutMs = options.timeoutMs ?? 5000;
-    this.maxQueued = options.maxQueued ?? 10_000;
-    this.maxPerDevice = options.maxPerDevice ?? 500;
-    this.maxQueuedPerUser = options.maxQueuedPerUser ?? 1000;
-    this.maxInFlightPerUser = options.maxInFlightPerUser ?? 8;
-    this.ownsDispatcher = options.dispatcher === undefined;
-    this.dispatcher =
-      options.dispatcher ??
-      options.policy?.agent({ connections: 64, keepAliveTimeout: 10_000, connectTimeoutMs: this.timeoutMs }) ??
-      new Agent({ connections: 64, keepAliveTimeout: 10_000, connect: { timeout: this.timeoutMs } });
+    const bounds = {
+      maxQueued: options.maxQueued ?? 10_000,
+      maxPerDevice: options.maxPerDevice ?? 500,
+      maxQueuedPerUser: options.maxQueuedPerUser ?? 1000,
+      maxInFlightPerUser: options.maxInFlightPerUser ?? 8,
+    };
+    this.shares = new CallbackShares(bounds);
+    this.sender = new CallbackSender(log, this.abort.signal, options.timeoutMs ?? 5000, options);
     // Every delivery in flight listens to the one stop signal.
     setMaxListeners(0, this.abort.signal);
     if (store.outbox) {
       this.feeder = new OutboxFeeder(
         store.outbox,
         {
-          busy: () => [...this.users].filter(([, u]) => u.queued >= this.maxInFlightPerUser).map(([id]) => id),
-          held: () => this.held(),
-          room: () => this.maxQueued - this.queued,
+          busy: () => this.shares.busy(),
+          held: () => this.shares.held(),
+          room: () => bounds.maxQueued - this.shares.queued,
           take: (rows) => this.takeLeased(rows),
           trimmed: (n) => {
             this.drops.device_queue_full += n.device;
@@ -145,8 +100,8 @@ export class CallbackDispatcher {
         log,
         {
           leaseMs: options.leaseMs ?? 10_000,
-          perUser: this.maxInFlightPerUser,
-          bounds: { perDevice: this.maxPerDevice, perUser: this.maxQueuedPerUser, total: this.maxQueued },
+          perUser: bounds.maxInFlightPerUser,
+          bounds: { perDevice: bounds.maxPerDevice, perUser: bounds.maxQueuedPerUser, total: bounds.maxQueued },
           clock: Date.now,
         },
       );
@@ -155,6 +110,8 @@ export class CallbackDispatcher {
 
   /** With an outbox: starts leasing deliveries (this instance's and those other instances lost). */
   start(): void {
+    this.shares.start();
+    this.sender.start();
     this.feeder?.start();
   }
 
@@ -162,7 +119,7 @@ export class CallbackDispatcher {
   async stop(): Promise<void> {
     this.stopped = true;
     // Leased deliveries not finished stay in the outbox, released for another instance to send at once.
-    const held = this.held();
+    const held = this.shares.held();
     await this.feeder?.stop();
     this.abort.abort();
     await this.feeder?.release(held);
@@ -171,12 +128,9 @@ export class CallbackDispatcher {
       w.resolve();
     }
     this.waits.clear();
-    this.queues.clear();
-    for (const u of this.users.values()) for (const w of u.waiting.splice(0)) w();
-    this.users.clear();
-    this.queued = 0;
+    this.shares.stop();
     this.wakeIdle();
-    if (this.ownsDispatcher) await this.dispatcher.close();
+    await this.sender.stop();
   }
 
   /** Commit listener: queues a delivery for each data or heartbeat event of a device with a callback. */
@@ -196,14 +150,14 @@ export class CallbackDispatcher {
     return this.intake.then(
       () =>
         new Promise<void>((resolve) => {
-          if (this.queues.size === 0) resolve();
+          if (this.shares.queues.size === 0) resolve();
           else this.idleWaiters.push(resolve);
         }),
     );
   }
 
   get depth(): number {
-    return this.queued;
+    return this.shares.queued;
   }
 
   private async take(events: CommittedEvent[]): Promise<void> {
@@ -215,16 +169,7 @@ export class CallbackDispatcher {
     if (withCallback.size === 0) return;
     for (const e of events) {
       if (e.kind === "config" || this.stopped || !withCallback.has(e.deviceId)) continue;
-      const q = this.queues.get(e.deviceId);
-      const user = this.share(e.userId);
-      const full: DropReason | null =
-        q && q.items.length >= this.maxPerDevice
-          ? "device_queue_full"
-          : user.queued >= this.maxQueuedPerUser
-            ? "user_queue_full"
-            : this.queued >= this.maxQueued
-              ? "queue_full"
-              : null;
+      const full = this.shares.full(e.deviceId, e.userId);
       if (full) {
         this.dropped(e.guid, e.userId, full);
         continue;
@@ -234,17 +179,8 @@ export class CallbackDispatcher {
   }
 
   private enqueue(deviceId: number, userId: number, item: Item): void {
-    let q = this.queues.get(deviceId);
-    if (!q) this.queues.set(deviceId, (q = { userId, items: [], running: false }));
-    q.items.push(item);
-    this.queued++;
-    this.share(userId).queued++;
-    if (!q.running) void this.pump(deviceId, q);
-  }
-
-  /** Outbox rows leased here (waiting for a slot or in flight). */
-  private held(): number[] {
-    return [...this.queues.values()].flatMap((q) => q.items.map((i) => i.leased?.row ?? 0)).filter((id) => id > 0);
+    const q = this.shares.add(deviceId, userId, item);
+    if (q) void this.pump(deviceId, q);
   }
 
   /** Deliveries leased from the outbox join the device queues (one per device: the head). */
@@ -255,46 +191,13 @@ export class CallbackDispatcher {
     }
   }
 
-  private share(userId: number): UserShare {
-    let u = this.users.get(userId);
-    if (!u) this.users.set(userId, (u = { queued: 0, inFlight: 0, waiting: [] }));
-    return u;
-  }
-
-  /** `n` deliveries of `q` leave the queues (delivered, given up, or the callback is gone). */
-  private removed(q: DeviceQueue, n: number): void {
-    this.queued -= n;
-    const u = this.users.get(q.userId);
-    if (!u) return;
-    u.queued -= n;
-    if (u.queued <= 0 && u.inFlight === 0 && u.waiting.length === 0) this.users.delete(q.userId);
-  }
-
-  /** Waits for one of the user's attempt slots. */
-  private async acquire(userId: number): Promise<void> {
-    const u = this.share(userId);
-    if (u.inFlight < this.maxInFlightPerUser) {
-      u.inFlight++;
-      return;
-    }
-    await new Promise<void>((resolve) => u.waiting.push(resolve));
-    u.inFlight++;
-  }
-
-  private releaseSlot(userId: number): void {
-    const u = this.users.get(userId);
-    if (!u) return;
-    u.inFlight--;
-    u.waiting.shift()?.();
-  }
-
   private dropped(guid: string, userId: number, reason: DropReason): void {
     this.stats.dropped++;
     this.drops[reason]++;
     const now = Date.now();
     if (now - this.lastDropLog > 10_000) {
       this.lastDropLog = now;
-      this.log.warn({ guid, userId, reason, queued: this.queued, dropped: this.stats.dropped }, "callback queue full: dropping deliveries");
+      this.log.warn({ guid, userId, reason, queued: this.shares.queued, dropped: this.stats.dropped }, "callback queue full: dropping deliveries");
     }
   }
 
@@ -310,7 +213,7 @@ export class CallbackDispatcher {
         // Read again before every attempt: a callback deleted (or changed) meanwhile wins.
         const cb = await this.store.callbacks.get(deviceId);
         if (!cb) {
-          this.removed(q, q.items.length);
+          this.shares.removed(q, q.items.length);
           q.items.length = 0;
           break;
         }
@@ -324,7 +227,7 @@ export class CallbackDispatcher {
             this.log.warn({ deviceId, attempts: item.attempts }, "callback delivery given up");
           }
           q.items.shift();
-          this.removed(q, 1);
+          this.shares.removed(q, 1);
           continue;
         }
         this.stats.retries++;
@@ -332,22 +235,22 @@ export class CallbackDispatcher {
       }
     } catch (err) {
       this.log.error({ err, deviceId }, "callback delivery loop failed");
-      this.removed(q, q.items.length);
+      this.shares.removed(q, q.items.length);
       q.items.length = 0;
     }
     q.running = false;
-    if (this.queues.get(deviceId) === q && q.items.length === 0) this.queues.delete(deviceId);
-    if (this.queues.size === 0) this.wakeIdle();
+    if (this.shares.queues.get(deviceId) === q && q.items.length === 0) this.shares.queues.delete(deviceId);
+    if (this.shares.queues.size === 0) this.wakeIdle();
   }
 
   /** One attempt, in one of the user's slots (waiting for one). */
   private async attemptInSlot(userId: number, url: string, secret: string, item: Item): Promise<boolean> {
     item.attempts++;
-    await this.acquire(userId);
+    await this.shares.acquire(userId);
     try {
-      return this.stopped ? false : await this.attempt(url, secret, item);
+      return this.stopped ? false : await this.sender.attempt(url, secret, item);
     } finally {
-      this.releaseSlot(userId);
+      this.shares.release(userId);
     }
   }
 
@@ -373,41 +276,9 @@ export class CallbackDispatcher {
       await this.feeder?.retry(row, item.attempts, Date.now() + (this.retryDelaysMs[item.attempts - 1] as number));
     }
     q.items.shift();
-    this.removed(q, 1);
+    this.shares.removed(q, 1);
     // The device's next delivery is the head of its queue now; and this user has a free slot.
     this.feeder?.wake();
-  }
-
-  /**
-   * One POST. Leaner than http-out's send(): the hot path of the benchmark. undici's own limits
-   * bound it (connect in the Agent, headers and body here), and the dispatcher's one stop signal
-   * aborts it, so no timer or controller is made per delivery.
-   */
-  private async attempt(url: string, secret: string, item: Item): Promise<boolean> {
-    try {
-      const u = new URL(url);
-      const res = await this.dispatcher.request({
-        origin: u.origin,
-        path: `${u.pathname}${u.search}`,
-        method: "POST",
-        body: item.body,
-        headers: {
-          "content-type": "application/json",
-          "user-agent": "blockkit-callbacks",
-          [SIGNATURE_HEADER]: signature(secret, item.body),
-          [DELIVERY_HEADER]: item.id,
-        },
-        signal: this.abort.signal,
-        headersTimeout: this.timeoutMs,
-        bodyTimeout: this.timeoutMs,
-      });
-      await res.body.dump();
-      if (res.statusCode >= 200 && res.statusCode <= 299) return true;
-      this.log.debug({ status: res.statusCode, attempt: item.attempts }, "callback receiver refused a delivery");
-    } catch (err) {
-      this.log.debug({ err: (err as Error).message, attempt: item.attempts }, "callback delivery failed");
-    }
-    return false;
   }
 
   private sleep(ms: number): Promise<void> {

@@ -1,0 +1,117 @@
+/**
+ * The callback dispatcher's queues and each user's share of them (callbacks.ts): one queue per
+ * device (order kept), bounded per device, per user and in total, and at most `maxInFlightPerUser`
+ * attempts in flight per user, waiting first come first served for a slot. Bookkeeping only: what
+ * runs the queues is the dispatcher's.
+ */
+import type { Delivery } from "./callback-sender.js";
+
+export interface Item extends Delivery {
+  /** From the outbox: its row, and the callback read when it was leased. */
+  leased?: { row: number; url: string; secret: string };
+}
+
+export interface DeviceQueue {
+  userId: number;
+  items: Item[];
+  running: boolean;
+}
+
+interface UserShare {
+  queued: number;
+  inFlight: number;
+  /** Device loops waiting for one of the user's attempt slots, first come first served. */
+  waiting: (() => void)[];
+}
+
+/** Why a delivery was dropped (`blockkit_callback_drops_total{reason}`). */
+export type DropReason = "queue_full" | "user_queue_full" | "device_queue_full" | "gave_up";
+
+export interface ShareBounds {
+  maxQueued: number;
+  maxQueuedPerUser: number;
+  maxPerDevice: number;
+  maxInFlightPerUser: number;
+}
+
+export class CallbackShares {
+  readonly queues = new Map<number, DeviceQueue>();
+  private readonly users = new Map<number, UserShare>();
+  /** Deliveries waiting or in flight in every queue together. */
+  queued = 0;
+
+  constructor(readonly bounds: ShareBounds) {}
+
+  /** Nothing to start: the shares are made as deliveries arrive. */
+  start(): void {}
+
+  /** Forgets every queue and wakes every loop waiting for a slot. */
+  stop(): void {
+    this.queues.clear();
+    for (const u of this.users.values()) for (const w of u.waiting.splice(0)) w();
+    this.users.clear();
+    this.queued = 0;
+  }
+
+  /** The bound a new delivery for this device and user would pass, or null when there is room. */
+  full(deviceId: number, userId: number): DropReason | null {
+    const q = this.queues.get(deviceId);
+    if (q && q.items.length >= this.bounds.maxPerDevice) return "device_queue_full";
+    if (this.share(userId).queued >= this.bounds.maxQueuedPerUser) return "user_queue_full";
+    if (this.queued >= this.bounds.maxQueued) return "queue_full";
+    return null;
+  }
+
+  /** Adds a delivery to its device's queue; returns the queue when no loop runs it yet. */
+  add(deviceId: number, userId: number, item: Item): DeviceQueue | null {
+    let q = this.queues.get(deviceId);
+    if (!q) this.queues.set(deviceId, (q = { userId, items: [], running: false }));
+    q.items.push(item);
+    this.queued++;
+    this.share(userId).queued++;
+    return q.running ? null : q;
+  }
+
+  /** Users with at least a slot's worth of deliveries waiting (the outbox leases none for them). */
+  busy(): number[] {
+    return [...this.users].filter(([, u]) => u.queued >= this.bounds.maxInFlightPerUser).map(([id]) => id);
+  }
+
+  /** Outbox rows leased here (waiting for a slot or in flight). */
+  held(): number[] {
+    return [...this.queues.values()].flatMap((q) => q.items.map((i) => i.leased?.row ?? 0)).filter((id) => id > 0);
+  }
+
+  /** `n` deliveries of `q` leave the queues (delivered, given up, or the callback is gone). */
+  removed(q: DeviceQueue, n: number): void {
+    this.queued -= n;
+    const u = this.users.get(q.userId);
+    if (!u) return;
+    u.queued -= n;
+    if (u.queued <= 0 && u.inFlight === 0 && u.waiting.length === 0) this.users.delete(q.userId);
+  }
+
+  /** Waits for one of the user's attempt slots. */
+  async acquire(userId: number): Promise<void> {
+    const u = this.share(userId);
+    if (u.inFlight < this.bounds.maxInFlightPerUser) {
+      u.inFlight++;
+      return;
+    }
+    await new Promise<void>((resolve) => u.waiting.push(resolve));
+    u.inFlight++;
+  }
+
+  release(userId: number): void {
+    const u = this.users.get(userId);
+    if (!u) return;
+    u.inFlight--;
+    u.waiting.shift()?.();
+  }
+
+  private share(userId: number): UserShare {
+    let u = this.users.get(userId);
+    if (!u) this.users.set(userId, (u = { queued: 0, inFlight: 0, waiting: [] }));
+    return u;
+  }
+}
