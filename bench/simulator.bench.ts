@@ -13,29 +13,34 @@
  *    the run.
  * 4. The fleet in several processes: `blockkit sim --workers 2` (the built CLI, as a user runs it)
  *    against the sink with 40 000 blocks by default, the issue's aim on a 2-core machine; the merged
- *    report's acknowledged rate against the offered one, CPU (all processes and the busiest one) and
- *    ack latency. 20 000 held polls per process pass the usual hard limit of open files, so the
- *    bench raises its own limits first where it may (as root, `prlimit`); the sink and the
- *    simulator inherit them.
+ *    report's acknowledged rate against the offered one, CPU (all processes and the busiest one),
+ *    ack latency and the most descriptors a process held (bench/fixtures/sim-fleet.ts). Every block
+ *    holds a poll on both ends, so the sink runs in one process per 12,000 blocks (node:cluster,
+ *    bench/fixtures/block-sink.ts), and a fleet whose worker shares do not fit the open-file limit
+ *    runs with the fewest workers that fit, saying so. The bench first raises its own limits where
+ *    it may (as root with CAP_SYS_RESOURCE, `prlimit`); the sink and the simulator inherit them.
  *
  * Each run ramps its blocks up, then warms up for max(3, blocks / 1000) seconds before measuring,
  * so that readings held back while ten thousand blocks activated are sent before the window opens.
  *
  * Env: BENCH_SIM_SINK (block count against the sink, default 10000; 0 skips), BENCH_SIM_STEPS (block
  * counts against the server, comma-separated, default 1000,10000; empty skips), BENCH_SIM_SECONDS
- * (measured seconds, default 6), BENCH_SIM_FLEET (blocks of the several-process run against the
- * sink, default 40000; 0 skips, and so does BENCH_SIM_SINK=0), BENCH_SIM_WORKERS (its processes,
- * default 2), BENCH_SIM_FILES (the open-file limit to raise to, default 65536), BENCH_ONLY (one part:
- * sink, fleet or server).
+ * (measured seconds, default 6), BENCH_SIM_FLEET (blocks of the several-process run, comma-separated
+ * for several runs, default 40000; 0 skips, and so does BENCH_SIM_SINK=0 unless BENCH_ONLY=fleet),
+ * BENCH_SIM_ROUNDS (runs of each size, default 1), BENCH_SIM_WORKERS (its processes, default 2),
+ * BENCH_SIM_FLEET_AGAINST (`server`: against one real SQLite server instead of the sink),
+ * BENCH_SIM_SINK_PROCESSES (default: one per 12,000 blocks), BENCH_SIM_FILES (the open-file limit to
+ * raise to, default 65536), BENCH_ONLY (one part: sink, fleet or server).
  */
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ApiClient } from "../protocol/api-client.js";
-import { descriptorsNeeded, openFileLimit } from "../simulator/fd-limit.js";
 import { validateScenario } from "../simulator/scenario/parse.js";
+import { cpuTimeMs as cpuMsOf } from "./fixtures/proc-stats.js";
 import { startBare, startServer } from "./fixtures/procs.js";
+import { fleetRun, fleetTable, workersFor } from "./fixtures/sim-fleet.js";
 import { figure, machine } from "./lib.js";
 
 // The built simulator (bench/run.ts builds first), as it runs in production.
@@ -48,7 +53,9 @@ const SINK = Number(process.env.BENCH_SIM_SINK ?? 10_000);
 const STEPS = (process.env.BENCH_SIM_STEPS ?? "1000,10000").split(",").map(Number).filter((n) => n > 0);
 const SECONDS = Number(process.env.BENCH_SIM_SECONDS ?? 6);
 const RAMP = Number(process.env.BENCH_SIM_RAMP ?? 1000);
-const WANTED_FLEET = Number(process.env.BENCH_SIM_FLEET ?? 40_000);
+const FLEETS = (process.env.BENCH_SIM_FLEET ?? "40000").split(",").map(Number).filter((n) => n > 0);
+const ROUNDS = Number(process.env.BENCH_SIM_ROUNDS ?? 1);
+const FLEET_AGAINST = process.env.BENCH_SIM_FLEET_AGAINST === "server" ? "server" : "sink";
 const WORKERS = Number(process.env.BENCH_SIM_WORKERS ?? 2);
 const FILES = Number(process.env.BENCH_SIM_FILES ?? 65_536);
 
@@ -76,16 +83,6 @@ function byKind(errors: Record<string, number>): string {
     .sort((a, b) => b[1] - a[1])
     .map(([k, n]) => `${k} ${n}`)
     .join(", ");
-}
-
-/** CPU time of another process (the server or the sink), ms, from /proc (Linux; NaN elsewhere). */
-function cpuMsOf(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return Number.NaN;
-  }
 }
 
 async function capacity(label: string, baseUrl: string, blocks: number, seed: number, rampPerSecond: number, peer: { name: string; pid?: number }): Promise<{ cpuUsPerEvent: number }> {
@@ -206,54 +203,20 @@ function raiseFiles(n: number): string {
 }
 
 /**
- * The largest fleet up to `wanted` that fits the open-file limit: the sink holds every block's poll
- * in one process, each simulator process its share (simulator/fd-limit.ts). Rounded to 1,000.
+ * `blockkit sim --workers N` against the sink split over processes (or the real server), once per
+ * fleet size of BENCH_SIM_FLEET and round of BENCH_SIM_ROUNDS, sizes alternating within a round.
  */
-function fleetThatFits(wanted: number): { blocks: number; why: string } {
-  const limit = openFileLimit();
-  if (limit === null || !Number.isFinite(limit.hard)) return { blocks: wanted, why: "" };
-  const perProcess = (n: number): number => descriptorsNeeded(Math.ceil(n / WORKERS), 1);
-  const sink = (n: number): number => n + WORKERS * 2 * 64 + 128;
-  let n = wanted;
-  while (n > 1000 && (perProcess(n) > limit.hard || sink(n) > limit.hard)) n -= 1000;
-  return n === wanted ? { blocks: n, why: "" } : { blocks: n, why: `; ${wanted} do not fit the hard limit of ${limit.hard} open files per process (the sink holds every poll): ${n} instead` };
-}
-
-/** `blockkit sim --workers N` against the sink, headless, as a user runs it; the merged report. */
 async function fleetInProcesses(): Promise<void> {
-  const files = raiseFiles(FILES);
-  const { blocks: FLEET, why } = fleetThatFits(WANTED_FLEET);
-  const sink = await startBare("bench/fixtures/block-sink.ts");
-  const dir = mkdtempSync(join(tmpdir(), "blockkit-bench-fleet-"));
-  try {
-    const scenarioFile = join(dir, "fleet.json");
-    const reportFile = join(dir, "report.json");
-    writeFileSync(scenarioFile, JSON.stringify(scenarioDoc(FLEET, 3, RAMP)));
-    const args = ["dist/cli/index.js", "sim", "--headless", "--server", `http://127.0.0.1:${sink.port}/rest/v0`, "--token", TOKEN, "--scenario", scenarioFile, "--workers", String(WORKERS), "--report", reportFile, "--progress", "10", "--drain", "10"];
-    const child = spawn(process.execPath, args, { cwd: join(import.meta.dirname, ".."), stdio: ["ignore", "ignore", "pipe"] });
-    let stderr = "";
-    child.stderr.on("data", (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
-    const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
-    process.stdout.write(`\nblockkit sim --workers ${WORKERS} against the sink: ${FLEET} blocks × 1 reading/s (${files}${why}):\n`);
-    if (code !== 0 && code !== 1) {
-      process.stdout.write(`  the run failed (exit ${code}):\n${stderr}\n`);
-      return;
+  process.stdout.write(`\n${raiseFiles(FILES)}\n`);
+  const results = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const wanted of FLEETS) {
+      const { workers, why } = workersFor(wanted, WORKERS);
+      if (why) process.stdout.write(`\n${wanted} blocks${why}\n`);
+      results.push(await fleetRun({ blocks: wanted, workers, against: FLEET_AGAINST, scenario: (n) => scenarioDoc(n, 3 + round, RAMP), token: TOKEN }));
     }
-    const r = JSON.parse(readFileSync(reportFile, "utf8")) as import("../simulator/merge.js").MergedReport;
-    figure("  blocks activated", r.blocks.activated, `of ${FLEET}`);
-    figure("  acknowledged", r.events_per_s, "events/s", { name: "offered", value: FLEET });
-    figure("  simulator CPU, all processes", r.simulator.cpu_percent_total, `% of one core (${r.simulator.processes} processes)`);
-    figure("  simulator CPU, busiest process", r.simulator.cpu_percent, "% of one core");
-    figure("  simulator CPU per event", r.simulator.cpu_us_per_event ?? Number.NaN, "µs");
-    figure("  ingest ack p50", r.latency_ms.ingest.p50 ?? Number.NaN, "ms");
-    figure("  ingest ack p99", r.latency_ms.ingest.p99 ?? Number.NaN, "ms");
-    figure("  send window full", r.simulator.send_window.full_percent, "% of the time (most limited process)");
-    figure("  errors", r.counts.errors, byKind(r.errors_by_kind));
-    process.stdout.write(`  limited by: ${r.simulator.bottleneck} (${r.simulator.reason})\n`);
-  } finally {
-    await sink.stop();
-    rmSync(dir, { recursive: true, force: true });
   }
+  fleetTable(results);
 }
 
 async function main(): Promise<void> {
@@ -262,7 +225,7 @@ async function main(): Promise<void> {
   const part = (name: string): boolean => only === undefined || only === "" || only === name;
   if (SINK > 0 && part("sink")) await againstSink();
   // BENCH_SIM_SINK=0 (the server steps alone) skips it too, unless it is the part asked for.
-  if (WANTED_FLEET > 0 && (only === "fleet" || (SINK > 0 && part("fleet")))) await fleetInProcesses();
+  if (FLEETS.length > 0 && (only === "fleet" || (SINK > 0 && part("fleet")))) await fleetInProcesses();
   if (STEPS.length === 0 || !part("server")) return;
   const dir = mkdtempSync(join(tmpdir(), "blockkit-bench-sim-"));
   const server = await startServer(dir, TOKEN);

@@ -93,7 +93,8 @@ export async function runSim(flags: SimFlags): Promise<void> {
   const shard = flags.shard ?? null;
   const workers = workerCount(blocksInPart(scenario.blocks.count, shard), flags.workers);
   const parts = workers > 1 ? Array.from({ length: workers }, (_v, w) => workerPart(shard ?? { index: 0, count: 1 }, w, workers)) : [shard];
-  const refusal = fleetDoesNotFit(Math.max(...parts.map((p) => blocksInPart(scenario.blocks.count, p))), targets.length, openFileLimit());
+  const total = blocksInPart(scenario.blocks.count, shard);
+  const refusal = fleetDoesNotFit(Math.max(...parts.map((p) => blocksInPart(scenario.blocks.count, p))), targets.length, openFileLimit(), { blocks: total, workers });
   if (refusal) {
     process.stderr.write(`blockkit sim: ${refusal}\n`);
     process.exit(2);

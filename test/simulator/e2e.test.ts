@@ -235,7 +235,8 @@ describe("blockkit sim against a real server", () => {
     // Both limits at 300: it cannot, and says what to do.
     const refused = await sim(args, { shell: "ulimit -n 300" });
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toMatch(/250 blocks need about (\d+) open files and this process may open 300, hard limit 300: raise the limit with `ulimit -n \1`/);
+    expect(refused.stderr).toMatch(/250 blocks need about (\d+) open files and a process may open 300, hard limit 300: raise the limit with `ulimit -n \1`/);
+    expect(refused.stderr).toContain("spread them over 4 processes or more with `--workers 4`");
   });
 
   it("names a replayed line whose frame is garbage for what it is", { timeout: 30_000 }, async () => {

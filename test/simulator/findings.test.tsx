@@ -10,7 +10,7 @@ import { render } from "ink-testing-library";
 import stringWidth from "string-width";
 import { describe, expect, it, vi } from "vitest";
 import { defaultStream, resolveTargets } from "../../cli/sim-target.js";
-import { descriptorsNeeded, fleetDoesNotFit, openFileLimit } from "../../simulator/fd-limit.js";
+import { descriptorsNeeded, fleetDoesNotFit, openFileLimit, processesToFit } from "../../simulator/fd-limit.js";
 import { BlockRate } from "../../simulator/fleet/virtual-block.js";
 import { Latency } from "../../simulator/metrics/histogram.js";
 import { Metrics } from "../../simulator/metrics/metrics.js";
@@ -197,6 +197,26 @@ describe("file descriptors", () => {
     expect(fleetDoesNotFit(20_000, 1, limit)).toContain(`\`ulimit -n ${need}\``);
     expect(need).toBeGreaterThan(20_000);
     expect(openFileLimit()?.soft).toBeGreaterThan(0);
+  });
+
+  it("checks each worker's share and names the --workers that fits (40,000 blocks: 2 workers cannot, 3 can, at 20,000 files)", () => {
+    const limit = { soft: 20_000, hard: 20_000 };
+    // Two workers of 20,000 blocks: each needs more than its 20,000 files for the polls alone.
+    const refusal = fleetDoesNotFit(20_000, 1, limit, { blocks: 40_000, workers: 2 });
+    expect(refusal).toContain("the largest of 2 worker processes' shares of 40000");
+    expect(refusal).toContain("`--workers 3`");
+    expect(processesToFit(40_000, 1, 20_000)).toBe(3);
+    expect(fleetDoesNotFit(Math.ceil(40_000 / 3), 1, limit)).toBeNull();
+    // The largest share one process holds, and one more block does not fit.
+    const most = 2 * 19_000 + 1;
+    expect(processesToFit(2 * 19_000, 1, 20_000)).toBe(2);
+    expect(descriptorsNeeded(19_000, 1)).toBeLessThanOrEqual(20_000);
+    expect(processesToFit(most * 10, 1, 20_000)).toBeGreaterThan(10);
+    // Each server adds its connection pools to every process.
+    expect(descriptorsNeeded(1000, 3) - descriptorsNeeded(1000, 1)).toBe(2 * 96);
+    expect(processesToFit(19_200, 1, 20_000)).toBe(1);
+    expect(processesToFit(19_200, 4, 20_000)).toBe(2);
+    expect(processesToFit(10, 1, 100)).toBeNull();
   });
 });
 
