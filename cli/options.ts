@@ -1,5 +1,6 @@
 /** Parsers for command-line values: each names the option and the value it refused. */
 import { InvalidArgumentError } from "commander";
+import { MIN_KEY_RETENTION_MS } from "../server/services/ingest.js";
 import { parseNetwork } from "../server/services/networks.js";
 import { parseStoreUrl } from "../server/store/url.js";
 
@@ -72,6 +73,20 @@ export function duration(value: string): number {
   const m = /^(\d+)(h|d|w)$/.exec(value);
   if (!m || Number(m[1]) <= 0) throw new InvalidArgumentError(`"${value}" is not a duration: a positive number and h, d or w (e.g. 90d)`);
   return Number(m[1]) * (DURATION_UNITS[m[2] as string] as number);
+}
+
+/**
+ * --idempotency-retention (and BLOCKKIT_IDEMPOTENCY_RETENTION): a duration such as 90m, 36h or 7d,
+ * at least the 1 h that covers a gateway's retry of a lost answer (server/services/ingest.ts).
+ */
+export function keyRetention(value: string): number {
+  const m = /^(\d+)(m|h|d|w)$/.exec(value);
+  if (!m) throw new InvalidArgumentError(`"${value}" is not a duration: a whole number and m, h, d or w (e.g. 36h)`);
+  const ms = Number(m[1]) * (m[2] === "m" ? 60_000 : (DURATION_UNITS[m[2] as string] as number));
+  if (ms < MIN_KEY_RETENTION_MS) {
+    throw new InvalidArgumentError(`"${value}" is under the 1h minimum: a gateway sends a request again up to 2 min 15 s after a lost answer, and the key must still be known then`);
+  }
+  return ms;
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { StartCancelled } from "../protocol/lifecycle.js";
 import { programLogger } from "./logger.js";
 import { CliError } from "./errors.js";
-import { dbUrl, duration, logLevel, networks, port, positiveNumber, storeLocation, url } from "./options.js";
+import { dbUrl, duration, keyRetention, logLevel, networks, port, positiveNumber, storeLocation, url } from "./options.js";
 import { stopOnSignals } from "./signals.js";
 
 interface ServerFlags {
@@ -21,6 +21,7 @@ interface ServerFlags {
   pollHold: number;
   logLevel: string;
   retention?: number;
+  idempotencyRetention?: number;
   lease: number;
 }
 
@@ -37,6 +38,11 @@ export function registerServer(program: Command): void {
     .option("--smtp-url <url>", "SMTP server for the sendEmail action", url)
     .option("--sms-url <url>", "SMS gateway (HTTP POST of {to, body})", url)
     .option("--retention <duration>", "PostgreSQL: drop readings older than this, a month's partition at a time (e.g. 400d)", duration)
+    .option(
+      "--idempotency-retention <duration>",
+      "how long a reading's idempotency KEY is remembered, at least 1h (default: BLOCKKIT_IDEMPOTENCY_RETENTION, else 7d)",
+      keyRetention,
+    )
     .option(
       "--lease <seconds>",
       "PostgreSQL: how long this instance's lease on a callback delivery or a rule run lasts unrenewed, i.e. how soon another instance takes over the work of one that died",
@@ -68,6 +74,7 @@ export function registerServer(program: Command): void {
         db,
         dataDir,
         retentionMs: flags.retention,
+        keyRetentionMs: flags.idempotencyRetention ?? envKeyRetention(),
         leaseMs: flags.lease * 1000,
         adminToken: flags.adminToken,
         smtpUrl: flags.smtpUrl,
@@ -125,6 +132,17 @@ function fromEnv(name: string): string[] | undefined {
     return networks(value);
   } catch (err) {
     throw new CliError(`${name}: ${(err as Error).message}`);
+  }
+}
+
+/** BLOCKKIT_IDEMPOTENCY_RETENTION: as --idempotency-retention, refused with the variable's name. */
+function envKeyRetention(): number | undefined {
+  const value = process.env.BLOCKKIT_IDEMPOTENCY_RETENTION;
+  if (value === undefined || value === "") return undefined;
+  try {
+    return keyRetention(value);
+  } catch (err) {
+    throw new CliError(`BLOCKKIT_IDEMPOTENCY_RETENTION: ${(err as Error).message}`);
   }
 }
 

@@ -48,6 +48,8 @@ export interface ServerOptions {
   db?: string;
   /** PostgreSQL: readings older than this (ms) are dropped, a month's partition at a time. */
   retentionMs?: number;
+  /** How long idempotency keys are remembered, ms (at least 1 h). Default 7 days. */
+  keyRetentionMs?: number;
   /**
    * Several instances (PostgreSQL): how long an instance's lease on a callback delivery or a rule
    * run lasts unrenewed, ms, i.e. how soon another instance takes over the work of one that died.
@@ -251,7 +253,7 @@ export class BlockkitServer {
       accounts: new Accounts(store, auth, log.child({ module: "srv:accounts" }), clock, o.loginLimit, limits),
       rateLimiter,
       limits,
-      ingest: new Ingest(store, log.child({ module: "srv:ingest" })),
+      ingest: new Ingest(store, log.child({ module: "srv:ingest" }), { keyRetentionMs: o.keyRetentionMs }),
       commands,
       activation: new Activation(store, bus, auth, log.child({ module: "srv:activation" }), { holdMs, awaitMs: 60_000, shared: store.kind === "postgres" }, limits, clock, events),
       devices: new DeviceService(store, commands, events),

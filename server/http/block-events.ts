@@ -29,8 +29,8 @@ const FIELDS =
   "`G` a string or number (stored as a string); `V` and `D` non-negative integers up to 999,999,999 as a JSON number " +
   "or a string of digits; `DA` a string (up to 4096 characters) or a number. Extra fields are accepted; two have a " +
   "meaning: `TIMESTAMP` (epoch ms, at most 5 minutes ahead of the server's clock) dates a buffered reading, and `KEY` " +
-  "(up to 128 characters) is an idempotency key: a reading whose key the server stored for the node in the last 7 " +
-  "days is acknowledged again but not stored twice. An event for a device the server does not know creates it.";
+  "(up to 128 characters) is an idempotency key: a reading whose key the server stored for the node within its " +
+  "idempotency retention (7 days unless the server runs with --idempotency-retention) is acknowledged again but not stored twice. An event for a device the server does not know creates it.";
 const eventDoc = (d: Pick<RouteDoc, "summary" | "description"> & Partial<RouteDoc>) =>
   doc({ tag: "Block events", ok: { 200: { description: "Committed to disk." } }, ...d, description: d.description + LANE });
 

@@ -45,11 +45,24 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
+/** How long idempotency keys are remembered by default: 7 days. */
+export const KEY_RETENTION_MS = 7 * 86_400_000;
+/**
+ * The shortest key retention allowed: 1 hour. A gateway (and the simulator) sends a request again
+ * after a lost answer within its backoff cap of 2 min plus the 15 s timeout of the request, so an
+ * hour covers that retry window many times over; only an outage longer than the retention that
+ * starts between a commit and its answer gets a reading stored twice (docs/operations.md).
+ */
+export const MIN_KEY_RETENTION_MS = 3_600_000;
+const PRUNE_EVERY_MS = 3_600_000;
+
 export interface IngestOptions {
   /** Largest number of events in one transaction. Default 5000. */
   maxBatch?: number;
-  /** How long idempotency keys are remembered, in ms. Default 7 days. */
+  /** How long idempotency keys are remembered, in ms: at least MIN_KEY_RETENTION_MS. Default 7 days. */
   keyRetentionMs?: number;
+  /** The time for pruning (tests). Default Date.now. */
+  clock?: () => number;
 }
 
 export class Ingest {
@@ -61,8 +74,10 @@ export class Ingest {
   private stopped = false;
   private readonly listeners: CommitListener[] = [];
   private pruneTimer: NodeJS.Timeout | undefined;
+  private pruning: Promise<unknown> | null = null;
   private readonly maxBatch: number;
   private readonly keyRetentionMs: number;
+  private readonly clock: () => number;
   /** node id -> the last_active last written for it. */
   private readonly touched = new Map<string, number>();
   /** Counters for /metrics and tests. */
@@ -76,16 +91,31 @@ export class Ingest {
     options: IngestOptions = {},
   ) {
     this.maxBatch = options.maxBatch ?? 5000;
-    this.keyRetentionMs = options.keyRetentionMs ?? 7 * 86_400_000;
+    this.keyRetentionMs = options.keyRetentionMs ?? KEY_RETENTION_MS;
+    if (!Number.isFinite(this.keyRetentionMs) || this.keyRetentionMs < MIN_KEY_RETENTION_MS) {
+      throw new RangeError(`idempotency key retention: ${this.keyRetentionMs} ms is under the 1 h minimum`);
+    }
+    this.clock = options.clock ?? Date.now;
   }
 
+  /** Prunes the keys at start (a server down for a while has some to forget) and then every hour. */
   start(): void {
-    this.pruneTimer = setInterval(() => {
-      this.store.events.pruneKeys(Date.now() - this.keyRetentionMs).catch((err: unknown) => {
-        this.log.warn({ err }, "pruning idempotency keys failed");
-      });
-    }, 3_600_000);
+    const prune = (): void => {
+      if (this.pruning || this.stopped) return;
+      this.pruning = this.pruneKeys()
+        .catch((err: unknown) => this.log.warn({ err }, "pruning idempotency keys failed"))
+        .finally(() => (this.pruning = null));
+    };
+    prune();
+    this.pruneTimer = setInterval(prune, PRUNE_EVERY_MS);
     this.pruneTimer.unref();
+  }
+
+  /** Forgets the idempotency keys first seen more than the retention ago; returns how many. */
+  async pruneKeys(): Promise<number> {
+    const n = await this.store.events.pruneKeys(this.clock() - this.keyRetentionMs);
+    if (n > 0) this.log.info({ keys: n }, "idempotency keys pruned");
+    return n;
   }
 
   /** Stops accepting events and waits until everything accepted is committed. */
@@ -93,7 +123,7 @@ export class Ingest {
     this.stopped = true;
     if (this.pruneTimer) clearInterval(this.pruneTimer);
     this.drain();
-    await Promise.all(this.inFlight);
+    await Promise.all([...this.inFlight, this.pruning]);
   }
 
   /** Forgets a removed block's activity, so that its next event records it again at once. */

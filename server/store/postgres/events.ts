@@ -14,6 +14,7 @@ import { pgJson, pgText, q, tx } from "./db.js";
 import type { ReadingPartitions } from "./partitions.js";
 
 const MAX_EVENTS = 20_000;
+const PRUNE_BATCH = 50_000;
 
 interface Waiting {
   batch: IngestEvent[];
@@ -42,8 +43,21 @@ export class PgEvents implements EventsRepo {
     });
   }
 
+  /**
+   * In transactions of at most PRUNE_BATCH keys (through the ts index): a day of keys at 100,000
+   * blocks is billions of rows, which one DELETE would hold in one transaction (and, with RETURNING,
+   * in this process's memory).
+   */
   async pruneKeys(before: number): Promise<number> {
-    return (await q(this.pool, "DELETE FROM event_keys WHERE ts < $1 RETURNING 1", [before])).length;
+    let total = 0;
+    for (;;) {
+      const r = await this.pool.query(
+        `DELETE FROM event_keys WHERE ctid = ANY(ARRAY(SELECT ctid FROM event_keys WHERE ts < $1 LIMIT ${PRUNE_BATCH}))`,
+        [before],
+      );
+      total += r.rowCount ?? 0;
+      if ((r.rowCount ?? 0) < PRUNE_BATCH || this.closed) return total;
+    }
   }
 
   /** Waits until every batch accepted is committed or failed. */
