@@ -3,7 +3,10 @@
  * "Leases"). The ingest commit of 64 readings (64 devices) with a callback on none of the devices
  * (the baseline) against the same with a callback on every device (64 outbox rows written in the
  * transaction), rounds interleaved; then the outbox's own bookkeeping per delivery (lease, remove),
- * without HTTP. Needs the PostgreSQL of the tests (BLOCKKIT_TEST_PG / DATABASE_URL / 127.0.0.1:5432).
+ * without HTTP; then the durable rule evaluation: the same commit with every device watched by a
+ * rule (64 `rule_evals` rows written in the transaction, leased to this instance) and the consume
+ * of each batch's rows (nothing fired; one firing: its job inserted in the same transaction).
+ * Needs the PostgreSQL of the tests (BLOCKKIT_TEST_PG / DATABASE_URL / 127.0.0.1:5432).
  */
 import pg from "pg";
 import { openStore } from "../server/store/index.js";
@@ -17,15 +20,33 @@ const DEVICES = 64;
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
-async function commits(store: Store, userId: number, prefix: string, from: number, n: number): Promise<number> {
+const LEASE = { lease: "bench", leaseMs: 600_000 };
+
+async function commits(store: Store, userId: number, prefix: string, from: number, n: number, evaluate = false, evals: number[][] = []): Promise<number> {
   const batch = (t: number): IngestEvent[] =>
     Array.from({ length: DEVICES }, (_, i) => {
       const node = `${prefix}${String(i).padStart(6, "0")}`;
-      return { kind: "data", userId, node, guid: `${node}_0_0_9`, G: "0", V: 0, D: 9, DA: String(t), num: t, ts: 1_800_000_000_000 + t };
+      return { kind: "data", userId, node, guid: `${node}_0_0_9`, G: "0", V: 0, D: 9, DA: String(t), num: t, ts: 1_800_000_000_000 + t, evaluate };
     });
   const start = process.hrtime.bigint();
-  for (let t = from; t < from + n; t++) await store.events.commit(batch(t));
+  for (let t = from; t < from + n; t++) {
+    const results = await store.events.commit(batch(t), evaluate ? LEASE : undefined);
+    if (evaluate) evals.push(results.map((r) => r.evaluation as number));
+  }
   return Number(process.hrtime.bigint() - start) / 1e6 / n;
+}
+
+/** Consumes each batch's evaluation rows; every `fireEvery`th batch fires the rule (0: never). */
+async function consume(store: Store, evals: number[][], ruleId: number, fireEvery: number): Promise<number> {
+  const repo = store.ruleEvals as NonNullable<Store["ruleEvals"]>;
+  const jobs = store.ruleJobs as NonNullable<Store["ruleJobs"]>;
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < evals.length; i++) {
+    const fire = fireEvery > 0 && i % fireEvery === 0;
+    const out = await repo.consume(LEASE.lease, evals[i] as number[], fire ? [{ ruleId, firedAt: Date.now(), timeoutMs: 0, cause: [] }] : [], LEASE.leaseMs);
+    if (fire && typeof out?.[0] === "number") await jobs.finish(out[0]);
+  }
+  return Number(process.hrtime.bigint() - start) / 1e6 / evals.length;
 }
 
 async function main(): Promise<void> {
@@ -69,6 +90,26 @@ async function main(): Promise<void> {
     }
     const ms = Number(process.hrtime.bigint() - start) / 1e6;
     figure(`outbox lease + remove, ${done} of ${depth} deliveries (no HTTP)`, (ms * 1000) / done, "µs per delivery");
+    // Durable rule evaluation: every device watched (64 rows per commit), then each batch consumed.
+    const ruleId = (await store.rules.create({ user_id: userId, short_name: "bench", preconditions: [], actions: [], timeout: 0, suspended: false, created: Date.now() })).id;
+    await commits(store, userId, "EVAL", 1, 50, true);
+    await consume(store, [], ruleId, 0);
+    const watched: number[] = [];
+    const plain: number[] = [];
+    const idle: number[] = [];
+    const firing: number[] = [];
+    for (let r = 0; r < ROUNDS; r++, t += COMMITS) {
+      plain.push(await commits(store, userId, "NOCB", t, COMMITS));
+      const evals: number[][] = [];
+      watched.push(await commits(store, userId, "EVAL", t, COMMITS, true, evals));
+      idle.push(await consume(store, evals.slice(0, COMMITS / 2), ruleId, 0));
+      firing.push(await consume(store, evals.slice(COMMITS / 2), ruleId, 1));
+    }
+    const base2 = { name: "no rules", value: median(plain) };
+    figure(`commit of ${DEVICES} readings, no rules (median of ${ROUNDS} rounds of ${COMMITS})`, base2.value, "ms");
+    figure(`commit of ${DEVICES} readings, every device watched by a rule (${DEVICES} rule_evals rows)`, median(watched), "ms", base2);
+    figure(`consume of a batch's ${DEVICES} evaluations, nothing fired (one DELETE)`, median(idle), "ms");
+    figure(`consume of a batch's ${DEVICES} evaluations with one firing (transaction: DELETE, job INSERT; job removed after)`, median(firing), "ms");
   } finally {
     await store.close();
     const c = new pg.Client({ connectionString: PG_URL });

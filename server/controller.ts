@@ -271,7 +271,13 @@ export class BlockkitServer {
         outbound: o.outbound,
         ...o.automation,
         callbacks: { leaseMs: o.leaseMs, ...o.automation?.callbacks },
-        rules: { shared: store.kind === "postgres", leaseMs: o.leaseMs, ...o.automation?.rules },
+        rules: {
+          shared: store.kind === "postgres",
+          leaseMs: o.leaseMs,
+          // Test only: the e2e lease tests kill an instance between a commit and its rules' evaluation.
+          testHoldEvaluation: process.env.BLOCKKIT_TEST_HOLD_RULE_EVALUATION === "1",
+          ...o.automation?.rules,
+        },
       }),
     };
     const services = { ...withAutomation, metrics: new ServerMetrics(withAutomation) };

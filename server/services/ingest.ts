@@ -9,7 +9,7 @@
  */
 import type { Logger } from "pino";
 import { unavailable } from "../errors.js";
-import type { IngestEvent, IngestResult, MetaPatch, Store } from "../store/types.js";
+import type { EvaluationLease, IngestEvent, IngestResult, MetaPatch, Store } from "../store/types.js";
 
 /** What a config event does to its device's meta (DESIGN.md "Config events"). */
 export function configPatch(e: IngestEvent): MetaPatch {
@@ -35,6 +35,16 @@ export interface CommittedEvent extends IngestEvent {
   /** PostgreSQL: the device's value before this reading as committed (IngestResult.prev), or stale. */
   prev?: string | null;
   stale?: boolean;
+  /** PostgreSQL: its row in `rule_evals`, leased to this instance (IngestResult.evaluation). */
+  evaluation?: number;
+}
+
+/**
+ * Durable rule evaluation (the rule engine, on a store with rule jobs): the readings of the devices
+ * it watches are written to the store's evaluation outbox in their own transaction, leased here.
+ */
+export interface Evaluation extends EvaluationLease {
+  watches(e: IngestEvent): boolean;
 }
 
 export type CommitListener = (events: CommittedEvent[]) => void;
@@ -73,6 +83,7 @@ export class Ingest {
   private readonly inFlight = new Set<Promise<void>>();
   private stopped = false;
   private readonly listeners: CommitListener[] = [];
+  private evaluation: Evaluation | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
   private pruning: Promise<unknown> | null = null;
   private readonly maxBatch: number;
@@ -131,6 +142,11 @@ export class Ingest {
     this.touched.delete(nodeId);
   }
 
+  /** Durable rule evaluation (see Evaluation). */
+  evaluateWith(evaluation: Evaluation): void {
+    this.evaluation = evaluation;
+  }
+
   onCommitted(listener: CommitListener): void {
     this.listeners.push(listener);
   }
@@ -176,7 +192,7 @@ export class Ingest {
     let results: IngestResult[];
     const t0 = performance.now();
     try {
-      results = await this.store.events.commit(batch);
+      results = await this.store.events.commit(batch, this.evaluation);
       this.observeCommit?.((performance.now() - t0) / 1000);
     } catch (err) {
       this.stats.failedBatches++;
@@ -207,6 +223,7 @@ export class Ingest {
       if (r.outboxed) c.outboxed = true;
       if (r.prev !== undefined) c.prev = r.prev;
       if (r.stale) c.stale = true;
+      if (r.evaluation !== undefined) c.evaluation = r.evaluation;
       committed.push(c);
     });
     this.stats.events += committed.length;
@@ -228,7 +245,9 @@ export class Ingest {
   private decide(batch: IngestEvent[], now: number): string[] {
     const touched: string[] = [];
     const seen = new Set<string>();
+    const ev = this.evaluation;
     for (const e of batch) {
+      if (ev && e.kind !== "config" && ev.watches(e)) e.evaluate = true;
       if (e.kind === "config") {
         e.meta = configPatch(e);
         // An UNPLUG for a device never seen creates nothing (V12_1.00 firmware sends one for each

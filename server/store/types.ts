@@ -88,8 +88,20 @@ export interface IngestEvent {
   touch?: number | undefined;
   /** Apply only to a device that exists: an unknown GUID creates nothing and is answered as a duplicate. */
   existingOnly?: boolean | undefined;
-  /** The rules whose actions led to this event (a tickle from a rule's webhook); not stored. */
+  /** The rules whose actions led to this event (a tickle from a rule's webhook); kept only with its evaluation. */
   cause?: readonly number[] | undefined;
+  /**
+   * A rule watches this device (services/ingest.ts asks the rule engine): with an EvaluationLease,
+   * the store writes the reading's rule evaluation to the durable `rule_evals` in the same
+   * transaction (PostgreSQL), leased to the instance that committed it.
+   */
+  evaluate?: boolean | undefined;
+}
+
+/** Who evaluates the rules of a batch's readings first (the committing instance), and for how long. */
+export interface EvaluationLease {
+  lease: string;
+  leaseMs: number;
 }
 
 export interface IngestResult {
@@ -105,6 +117,8 @@ export interface IngestResult {
    */
   prev?: string | null;
   stale?: boolean;
+  /** The id of this reading's row in `rule_evals` (an `evaluate` reading, not stale; PostgreSQL). */
+  evaluation?: number;
 }
 
 export interface HistoryQuery {
@@ -315,7 +329,7 @@ export interface EventsRepo {
    * Commits a batch durably; resolves once it is on disk. Results are in the batch's order. May be
    * called again before the previous call settled: batches are applied and settle in call order.
    */
-  commit(batch: IngestEvent[]): Promise<IngestResult[]>;
+  commit(batch: IngestEvent[], evaluation?: EvaluationLease): Promise<IngestResult[]>;
   /** Forgets idempotency keys older than `before` (epoch ms). */
   pruneKeys(before: number): Promise<number>;
 }
@@ -445,8 +459,66 @@ export interface RuleJobsRepo {
   finish(id: number): Promise<void>;
   /** Extends the leases of these jobs still held by `lease` (runs in progress here). */
   renew(lease: string, ids: number[], now: number, leaseMs: number): Promise<void>;
-  /** Leases up to `limit` jobs whose lease expired. */
+  /**
+   * Leases up to `limit` jobs whose lease expired, each the oldest job of its rule: the jobs of one
+   * rule run one at a time, in firing order, across instances.
+   */
   takeOver(lease: string, now: number, leaseMs: number, limit: number): Promise<RuleJobRow[]>;
+}
+
+/** A committed reading whose rules have not been evaluated yet (`rule_evals`, PostgreSQL). */
+export interface RuleEvalRow {
+  id: number;
+  device_id: number;
+  user_id: number;
+  guid: string;
+  ts: number;
+  da: string;
+  /** The device's value before this reading, as committed (null: none). */
+  prev: string | null;
+  cause: number[];
+}
+
+/** A firing decided by an evaluation: its job is inserted with the evaluation's removal. */
+export interface RuleFiring {
+  ruleId: number;
+  firedAt: number;
+  timeoutMs: number;
+  cause: readonly number[];
+}
+
+/**
+ * What became of a firing: the id of its job, to run here; `behind` another instance's job of the
+ * rule (the job waits in the store for its turn); `refused` by the rule's timeout (any instance).
+ */
+export type FiringOutcome = number | "behind" | "refused";
+
+/**
+ * Rule evaluation once per event across instances, surviving the loss of the instance doing it.
+ * The ingest transaction writes one row per watched reading (EventsRepo.commit with an
+ * EvaluationLease), leased to the committing instance, which evaluates it at once; rows whose lease
+ * lapsed (their instance died) are claimed by another one. A device's rows are evaluated in commit
+ * order: a row is consumed only with (or after) every earlier row of its device.
+ */
+export interface RuleEvalsRepo {
+  /**
+   * Leases up to `limit` rows whose lease lapsed, oldest first; of each device only rows with no
+   * earlier row still leased elsewhere.
+   */
+  claim(lease: string, now: number, leaseMs: number, limit: number): Promise<RuleEvalRow[]>;
+  /**
+   * The evaluation of rows `ids` is done: in one transaction, each firing becomes a job leased to
+   * `lease` (claiming its rule's timeout, as RuleJobsRepo.fire) and the rows are deleted. Null, and
+   * nothing done, when a row is no longer leased to `lease` or an earlier row of its device is
+   * still waiting: the rows are released (their lease lapses at once) to be claimed in order. A job
+   * `behind` an older job of its rule that another lease holds is released too, for the instance
+   * that takes it over when it is the oldest (RuleJobsRepo.takeOver); it is not run here.
+   */
+  consume(lease: string, ids: number[], firings: RuleFiring[], leaseMs: number): Promise<FiringOutcome[] | null>;
+  /** Lets any instance claim these rows now (a clean stop). */
+  release(lease: string, ids: number[]): Promise<void>;
+  /** Rows waiting (leased or not). */
+  depth(): Promise<number>;
 }
 
 export interface SnapshotsRepo {
@@ -476,5 +548,6 @@ export interface Store {
   /** Durable callback deliveries and rule runs, leased across instances (PostgreSQL only). */
   outbox?: CallbackOutbox;
   ruleJobs?: RuleJobsRepo;
+  ruleEvals?: RuleEvalsRepo;
   close(): Promise<void>;
 }

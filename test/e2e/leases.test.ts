@@ -1,7 +1,8 @@
 /**
  * Work that must happen once per event across several instances on PostgreSQL, and survive the
  * loss of the instance doing it (leases of 1 s here): callback deliveries (the durable outbox) and
- * rule runs (rule jobs). Real server processes, the instance doing the work killed with SIGKILL.
+ * rule evaluations and runs (rule_evals, rule jobs). Real server processes, the instance doing the
+ * work killed with SIGKILL.
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -21,8 +22,8 @@ describe.skipIf(!PG_AVAILABLE)("leased work across instances on PostgreSQL", () 
   let b: Server;
   let receiver: Receiver;
   let sql: pg.Client;
-  const start = async (lease = 1): Promise<Server> => {
-    const s = await startServerProcess({ dataDir: "/nonexistent-unused", adminToken: ADMIN, pollHoldSeconds: 10, extraArgs: ["--db", db.url, "--lease", String(lease)] });
+  const start = async (lease = 1, env: NodeJS.ProcessEnv = {}): Promise<Server> => {
+    const s = await startServerProcess({ dataDir: "/nonexistent-unused", adminToken: ADMIN, pollHoldSeconds: 10, extraArgs: ["--db", db.url, "--lease", String(lease)], env });
     servers.push(s);
     return s;
   };
@@ -215,5 +216,90 @@ describe.skipIf(!PG_AVAILABLE)("leased work across instances on PostgreSQL", () 
     expect(Date.now() - stopped).toBeLessThan(10_000);
     const [first, second] = deliveries("/released");
     expect(second?.headers["x-blockkit-delivery"]).toBe(first?.headers["x-blockkit-delivery"]);
+  });
+
+  /** A rule: the button pressed (DA 1) switches the relay on, waits, and off. */
+  const pressWaitSwitch = async (button: string, relay: string, sleepLength: number): Promise<string> => {
+    const created = await http<{ data: { rid: string } }>(`${a.baseUrl}${user("/rule")}`, {
+      method: "POST",
+      json: {
+        shortName: "Press: on, wait, off",
+        preconditions: [{ handler: "serviceChange", params: { guid: button, to: "1" } }],
+        actions: [
+          { handler: "serviceSendCommand", params: { guid: relay, da: "1" } },
+          { handler: "sleep", params: { guid: "N/A", sleepLength } },
+          { handler: "serviceSendCommand", params: { guid: relay, da: "0" } },
+        ],
+      },
+    });
+    expect(created.status).toBe(200);
+    return created.body.data.rid;
+  };
+  const history = async (rid: string) =>
+    (await http<{ data: { history: { ok: boolean; timestamp: number; steps: unknown[] }[] } }>(`${a.baseUrl}${user(`/rule/${rid}`)}`)).body.data.history;
+
+  it("an event acknowledged by an instance killed before it evaluated the rules fires its rule on another instance, once", async () => {
+    const node = "LEASES0000000006";
+    const token = await activate(node);
+    const button = `${node}_0_0_5`;
+    const relay = `${node}_0_0_1002`;
+    await post(a, node, token, 5, "0");
+    await post(a, node, token, 1002, "0");
+    const rid = await pressWaitSwitch(button, relay, 0);
+    // C commits and acknowledges events but evaluates no rule (the test hook): it is killed in the
+    // window between the commit of the press and its evaluation.
+    const c = await start(1, { BLOCKKIT_TEST_HOLD_RULE_EVALUATION: "1" });
+    await post(c, node, token, 5, "1");
+    await waitFor("the press waiting for its evaluation, leased to C", async () => (await count("rule_evals")) === 1, 5000);
+    expect(await history(rid)).toEqual([]);
+    c.child.kill("SIGKILL");
+    await c.exited;
+    const t0 = Date.now();
+    const runs = await waitFor("the rule's run, by another instance", async () => {
+      const h = await history(rid);
+      return h.length > 0 ? h : undefined;
+    }, 8000);
+    expect(Date.now() - t0).toBeLessThan(5000); // the 1 s lease
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ ok: true });
+    expect(await count("rule_evals")).toBe(0);
+    await waitFor("no rule job left", async () => (await count("rule_jobs")) === 0, 5000);
+    // Once: no second run follows (every instance's poll has seen the empty table by now).
+    expect(await history(rid)).toHaveLength(1);
+  });
+
+  it("a run resumed after its instance died and a newer firing of the same rule run one after the other, in firing order", async () => {
+    const node = "LEASES0000000007";
+    const token = await activate(node);
+    const button = `${node}_0_0_5`;
+    const relay = `${node}_0_0_1002`;
+    await post(a, node, token, 5, "0");
+    await post(a, node, token, 1002, "0");
+    const rid = await pressWaitSwitch(button, relay, 1500);
+    const jobs = async () => (await sql.query<{ id: string; step: number; sleep_until: string | null }>(`SELECT id, step, sleep_until FROM ${db.schema}.rule_jobs ORDER BY id`)).rows;
+    const c = await start();
+    await post(c, node, token, 5, "1");
+    await waitFor("C sleeping in the first run", async () => (await jobs()).some((j) => j.sleep_until !== null), 5000);
+    c.child.kill("SIGKILL");
+    await c.exited;
+    // Pressed again through A while the first run's job is still C's (its lease not lapsed yet).
+    await post(a, node, token, 5, "0");
+    await post(a, node, token, 5, "1");
+    await waitFor("the second firing's job", async () => (await jobs()).length === 2, 5000);
+    // Until the first run is over, the second one does not start: its job stays at its first action.
+    let overlapped = false;
+    await waitFor("the first run resumed and finished", async () => {
+      const rows = await jobs();
+      const second = rows.find((j) => j.id !== rows[0]?.id);
+      if (rows.length === 2 && (second?.step !== 0 || second.sleep_until !== null)) overlapped = true;
+      return rows.length < 2;
+    }, 8000);
+    expect(overlapped).toBe(false);
+    const runs = await waitFor("both runs in the history", async () => {
+      const h = await history(rid);
+      return h.length === 2 ? h : undefined;
+    }, 8000);
+    expect(runs.every((r) => r.ok)).toBe(true);
+    await waitFor("no rule job left", async () => (await count("rule_jobs")) === 0, 5000);
   });
 });

@@ -118,6 +118,8 @@ export async function startServerProcess(opts: {
   pollHoldSeconds?: number;
   extraArgs?: string[];
   timeoutMs?: number;
+  /** Extra environment of the process. */
+  env?: NodeJS.ProcessEnv;
 }): Promise<CliProcess & { baseUrl: string }> {
   const port = await freePort();
   const streamPort = await freePort();
@@ -134,7 +136,7 @@ export async function startServerProcess(opts: {
     "--poll-hold",
     String(opts.pollHoldSeconds ?? 2),
     ...(opts.extraArgs ?? []),
-  ]);
+  ], opts.env);
   try {
     const m = await p.waitForLine(/^base_url\s+(\S+)/, opts.timeoutMs ?? 20_000);
     return Object.assign(p, { baseUrl: m[1] as string });

@@ -89,6 +89,9 @@ export class Automation {
     core.ingest.onCommitted(this.subdevices.onCommitted);
     core.ingest.onCommitted(this.callbacks.onCommitted);
     core.ingest.onCommitted(this.engine.onCommitted);
+    // Durable evaluation (PostgreSQL): watched readings go to the store's evaluation outbox with their commit.
+    const evaluation = this.engine.evaluation;
+    if (evaluation) core.ingest.evaluateWith(evaluation);
   }
 
   async start(): Promise<void> {

@@ -9,7 +9,7 @@
  */
 import type pg from "pg";
 import { unavailable } from "../../errors.js";
-import type { EventsRepo, IngestEvent, IngestResult } from "../types.js";
+import type { EvaluationLease, EventsRepo, IngestEvent, IngestResult } from "../types.js";
 import { pgJson, pgText, q, tx } from "./db.js";
 import type { ReadingPartitions } from "./partitions.js";
 
@@ -18,6 +18,7 @@ const PRUNE_BATCH = 50_000;
 
 interface Waiting {
   batch: IngestEvent[];
+  evaluation: EvaluationLease | undefined;
   resolve: (r: IngestResult[]) => void;
   reject: (err: unknown) => void;
 }
@@ -34,11 +35,11 @@ export class PgEvents implements EventsRepo {
     private readonly partitions: ReadingPartitions,
   ) {}
 
-  commit(batch: IngestEvent[]): Promise<IngestResult[]> {
+  commit(batch: IngestEvent[], evaluation?: EvaluationLease): Promise<IngestResult[]> {
     if (this.closed) return Promise.reject(unavailable("the store is closing"));
     if (batch.length === 0) return Promise.resolve([]);
     return new Promise((resolve, reject) => {
-      this.waiting.push({ batch, resolve, reject });
+      this.waiting.push({ batch, evaluation, resolve, reject });
       this.running ??= this.loop();
     });
   }
@@ -77,7 +78,7 @@ export class PgEvents implements EventsRepo {
       }
       const all = taken.flatMap((w) => w.batch);
       try {
-        const results = await this.apply(all, Date.now());
+        const results = await this.apply(all, Date.now(), taken.find((w) => w.evaluation)?.evaluation);
         this.stats.transactions++;
         this.stats.events += all.length;
         let i = 0;
@@ -92,7 +93,7 @@ export class PgEvents implements EventsRepo {
     this.running = null;
   }
 
-  private async apply(batch: IngestEvent[], now: number): Promise<IngestResult[]> {
+  private async apply(batch: IngestEvent[], now: number, evaluation: EvaluationLease | undefined): Promise<IngestResult[]> {
     const isReading = (e: IngestEvent): boolean => e.meta === undefined && e.kind !== "config";
     await this.partitions.ensureFor(batch.filter(isReading).map((e) => e.ts));
     return tx(this.pool, async (c) => {
@@ -197,6 +198,9 @@ export class PgEvents implements EventsRepo {
       const rDa: string[] = [];
       const last = new Map<number, IngestEvent>();
       const outboxed = new Set<number>();
+      // The readings whose rules are to be evaluated (not stale), their rows in rule_evals.
+      const evaluated: number[] = [];
+      const evaluations = new Array<number | undefined>(batch.length);
       // Each reading's previous value in commit order, or stale (older than the device's latest).
       const prev = new Array<string | null | undefined>(batch.length);
       batch.forEach((e, i) => {
@@ -207,6 +211,7 @@ export class PgEvents implements EventsRepo {
         else {
           prev[i] = before?.da ?? null;
           latest.set(id, { da: pgText(e.DA), ts: e.ts });
+          if (e.evaluate && evaluation) evaluated.push(i);
         }
         rIds.push(id);
         rTs.push(e.ts);
@@ -226,18 +231,46 @@ export class PgEvents implements EventsRepo {
         );
         // The callback deliveries of these readings, in the same transaction (a durable outbox:
         // delivered by whichever instance leases them, see callbacks.ts); keyed by the reading's seq.
-        const queued = await q<{ device_id: number }>(
-          c,
-          `WITH r AS (INSERT INTO readings (device_id, ts, num, da) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::float8[], $4::text[])
+        // With readings a rule watches, their evaluations too (rule_evals, rules/evaluations.ts),
+        // leased to this instance; ids in batch order (one statement numbers its rows in order).
+        const readings = `r AS (INSERT INTO readings (device_id, ts, num, da) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::float8[], $4::text[])
              RETURNING device_id, ts, da, seq),
            o AS (INSERT INTO callback_outbox (id, device_id, user_id, ts, da, next_at)
              SELECT r.seq, r.device_id, d.user_id, r.ts, r.da, $5 FROM r JOIN callbacks cb ON cb.device_id = r.device_id JOIN devices d ON d.id = r.device_id
-             RETURNING device_id)
-           SELECT DISTINCT device_id FROM o`,
-          [rIds, rTs, rNum, rDa, now],
-          "events.readings",
-        );
-        for (const r of queued) outboxed.add(r.device_id);
+             RETURNING device_id)`;
+        const params: unknown[] = [rIds, rTs, rNum, rDa, now];
+        let queued: { device_id: number | null; ev: number | null }[];
+        if (evaluated.length === 0 || !evaluation) {
+          queued = await q(c, `WITH ${readings} SELECT DISTINCT device_id, NULL::bigint AS ev FROM o`, params, "events.readings");
+        } else {
+          const at = (f: (e: IngestEvent, i: number) => unknown) => evaluated.map((i) => f(batch[i] as IngestEvent, i));
+          queued = await q(
+            c,
+            `WITH ${readings},
+             ev AS (INSERT INTO rule_evals (device_id, user_id, guid, ts, da, prev, cause, lease, lease_until)
+               SELECT d, u, g, t, a, p, c::bigint[], $13, $14 FROM unnest($6::bigint[], $7::bigint[], $8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[]) AS x(d, u, g, t, a, p, c)
+               RETURNING id)
+             SELECT DISTINCT device_id, NULL::bigint AS ev FROM o UNION ALL SELECT NULL, id FROM ev`,
+            [
+              ...params,
+              at((e) => ids.get(e.guid)),
+              at((e) => e.userId),
+              at((e) => e.guid),
+              at((e) => e.ts),
+              at((e) => pgText(e.DA)),
+              at((_, i) => prev[i]),
+              at((e) => `{${(e.cause ?? []).join(",")}}`),
+              evaluation.lease,
+              now + evaluation.leaseMs,
+            ],
+            "events.readings+evals",
+          );
+          const evIds = queued.flatMap((r) => (r.ev === null ? [] : [Number(r.ev)])).sort((a, b) => a - b);
+          evaluated.forEach((i, k) => {
+            evaluations[i] = evIds[k];
+          });
+        }
+        for (const r of queued) if (r.device_id !== null) outboxed.add(r.device_id);
       }
       return batch.map((e, i) =>
         {
@@ -249,6 +282,8 @@ export class PgEvents implements EventsRepo {
           const p = prev[i];
           if (p === undefined) r.stale = true;
           else r.prev = p;
+          const ev = evaluations[i];
+          if (ev !== undefined) r.evaluation = ev;
         }
         return r;
       },

@@ -13,7 +13,7 @@ import { createPool, isConnectionError, splitSchema } from "./db.js";
 import { callbacksRepo, commandsRepo, devicesRepo } from "./devices.js";
 import { PgEvents } from "./events.js";
 import { historyRepo } from "./history.js";
-import { outboxRepo, ruleJobsRepo } from "./leases.js";
+import { outboxRepo, ruleEvalsRepo, ruleJobsRepo } from "./leases.js";
 import { PG_MIGRATIONS, type PgMigration } from "./migrations.js";
 import { ReadingPartitions } from "./partitions.js";
 
@@ -95,6 +95,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     snapshots: snapshotsRepo(pool),
     outbox: outboxRepo(pool),
     ruleJobs: ruleJobsRepo(pool),
+    ruleEvals: ruleEvalsRepo(pool),
     async close() {
       partitions.stop();
       await events.close();

@@ -9,6 +9,8 @@ import type pg from "pg";
 import type { CallbackOutbox, OutboxDelivery, RuleJobRow, RuleJobsRepo } from "../types.js";
 import { q } from "./db.js";
 
+export { ruleEvalsRepo } from "./rule-evals.js";
+
 export function outboxRepo(pool: pg.Pool): CallbackOutbox {
   return {
     async claim(lease, now, leaseMs, limit, perUser, busy) {
@@ -118,7 +120,10 @@ export function ruleJobsRepo(pool: pg.Pool): RuleJobsRepo {
       const rows = await q<RuleJobRow>(
         pool,
         `UPDATE rule_jobs SET lease = $1, lease_until = $2::bigint + $3::bigint
-         WHERE lease_until < $2 AND id IN (SELECT id FROM rule_jobs WHERE lease_until < $2 ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED)
+         WHERE lease_until < $2 AND id IN (
+           SELECT id FROM rule_jobs j WHERE lease_until < $2
+             AND NOT EXISTS (SELECT 1 FROM rule_jobs e WHERE e.rule_id = j.rule_id AND e.id < j.id)
+           ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED)
          RETURNING ${JOB_COLUMNS}`,
         [lease, now, leaseMs, limit],
         "jobs.takeOver",

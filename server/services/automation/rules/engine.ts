@@ -10,7 +10,7 @@ import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
 import type { RuleRunJson } from "../../../../protocol/automation.js";
 import type { Bus } from "../../../bus/types.js";
-import type { RuleJobRow, RuleRow, RuleRunRow, Store } from "../../../store/types.js";
+import type { FiringOutcome, IngestEvent, RuleFiring, RuleJobRow, RuleRow, RuleRunRow, Store } from "../../../store/types.js";
 import type { CommittedEvent } from "../../ingest.js";
 import { handler } from "./handlers/index.js";
 import type { ActionDeps, ActionHandler, Params, PreconditionHandler, RunContext } from "./handlers/types.js";
@@ -18,6 +18,7 @@ import { DeviceValues } from "./store-view.js";
 import { MAX_CAUSE_CHAIN, runCaused } from "./cause.js";
 import { FiringRate, type FiringRateOptions } from "./firing-rate.js";
 import { RuleJobs } from "./jobs.js";
+import { type EvalInput, RuleEvaluations } from "./evaluations.js";
 
 export interface RuleEngineOptions {
   /** Runs kept per rule. Default 20. */
@@ -44,6 +45,21 @@ export interface RuleEngineOptions {
   leaseMs?: number | undefined;
   /** The firing-rate backstop (firing-rate.ts): more than 20 firings a second for 5 seconds suspends a rule. */
   firingRate?: FiringRateOptions;
+  /**
+   * Test only (BLOCKKIT_TEST_HOLD_RULE_EVALUATION=1): with durable evaluation, this instance
+   * evaluates nothing, neither its own commits nor others' lapsed ones, so that a test can kill it
+   * between the commit of an event and its evaluation.
+   */
+  testHoldEvaluation?: boolean;
+}
+
+/** A rule that an evaluated reading triggers, its other preconditions holding. */
+interface Candidate {
+  rule: Compiled;
+  cause: readonly number[];
+  guid: string;
+  /** The rule's lastFired before this firing was admitted (given back if nothing was fired). */
+  before?: number | null;
 }
 
 /** Bus channel announcing a changed rule id, so that every process's index follows CRUD. */
@@ -83,6 +99,8 @@ export class RuleEngine {
   private readonly shared: boolean;
   /** Durable, leased runs (several instances on PostgreSQL); null: runs live in this process only. */
   private readonly jobs: RuleJobs | null;
+  /** Durable evaluation (rule_evals, PostgreSQL): the readings of watched devices, leased in the store. */
+  private readonly evaluations: RuleEvaluations<Candidate> | null;
   private unrecorded: { run: RuleRunRow; userId: number }[] = [];
   private readonly runListeners: RunListener[] = [];
   private readonly runsPerTurn: number;
@@ -116,6 +134,35 @@ export class RuleEngine {
       this.shared && store.ruleJobs
         ? new RuleJobs(store.ruleJobs, options.leaseMs ?? 10_000, (job) => this.resume(job), log, clock)
         : null;
+    this.evaluations =
+      this.jobs && store.ruleEvals
+        ? new RuleEvaluations<Candidate>(
+            store.ruleEvals,
+            this.jobs.lease,
+            options.leaseMs ?? 10_000,
+            { evaluate: (rows) => this.evaluateRows(rows), admit: (c, now) => this.admitCandidate(c, now), fired: (a, o) => this.firedDurably(a, o) },
+            log,
+            clock,
+            options.testHoldEvaluation ?? false,
+          )
+        : null;
+  }
+
+  /**
+   * For the Ingest service: whether an event's reading is evaluated durably (a rule of its owner
+   * watches its device); null when evaluation is not durable (the embedded store).
+   */
+  get evaluation(): { lease: string; leaseMs: number; watches: (e: IngestEvent) => boolean } | null {
+    if (!this.evaluations || !this.jobs) return null;
+    return {
+      lease: this.jobs.lease,
+      leaseMs: this.jobs.leaseMs,
+      watches: (e) => {
+        const rules = this.index.get(e.guid);
+        if (rules) for (const r of rules) if (r.userId === e.userId) return true;
+        return false;
+      },
+    };
   }
 
   async start(): Promise<void> {
@@ -130,6 +177,7 @@ export class RuleEngine {
     });
     await this.reloadAll();
     this.jobs?.start();
+    this.evaluations?.start();
   }
 
   private async reloadAll(): Promise<void> {
@@ -159,6 +207,7 @@ export class RuleEngine {
   async stop(): Promise<void> {
     this.unsubscribe();
     this.unsubscribeResync?.();
+    await this.evaluations?.stop();
     await this.jobs?.stop();
     this.abort.abort();
     await this.idle();
@@ -223,6 +272,16 @@ export class RuleEngine {
 
   readonly onCommitted = (events: CommittedEvent[]): void => {
     if (this.abort.signal.aborted) return;
+    if (this.evaluations) {
+      // Durable: only the readings written to rule_evals with their commit, evaluated in order.
+      const rows: EvalInput[] = [];
+      for (const e of events) {
+        if (e.evaluation === undefined) continue;
+        rows.push({ id: e.evaluation, guid: e.guid, userId: e.userId, DA: e.DA, ts: e.ts, prev: e.prev ?? null, cause: e.cause ?? [] });
+      }
+      this.evaluations.submit(rows);
+      return;
+    }
     for (const e of events) {
       if (e.kind === "config") continue;
       const rules = this.index.get(e.guid);
@@ -245,74 +304,124 @@ export class RuleEngine {
   };
 
   private evaluate(rule: Compiled, e: CommittedEvent, prev: string | undefined): void {
+    const m = this.matches(rule, e, prev);
+    if (m === true) this.fire(rule, e);
+    else if (m !== false) {
+      m.then((ok) => ok && this.fire(rule, e)).catch((err: unknown) => this.log.warn({ err, rid: rule.id }, "reading the values of a rule's other devices failed: not fired"));
+    }
+  }
+
+  /** Whether `e` triggers the rule while its other preconditions hold (several instances: read as committed). */
+  private matches(rule: Compiled, e: { guid: string; DA: string }, prev: string | undefined): boolean | Promise<boolean> {
     let triggered = false;
     const others: Compiled["pre"] = [];
     for (const p of rule.pre) {
       if (p.guid === e.guid && p.h.triggers(p.params, prev, e.DA)) triggered = true;
       else if (this.shared && p.guid !== e.guid) others.push(p);
-      else if (!p.h.holds(p.params, this.values.get(p.guid))) return;
+      else if (!p.h.holds(p.params, this.values.get(p.guid))) return false;
     }
-    if (!triggered) return;
-    if (others.length === 0) {
-      this.fire(rule, e);
-      return;
-    }
+    if (!triggered) return false;
+    if (others.length === 0) return true;
     // Several instances: the other devices' events may have been committed elsewhere, so their
     // values are read as committed now rather than from this process's view.
-    Promise.all(others.map((p) => this.store.devices.byGuid(p.guid)))
-      .then((rows) => {
-        rows.forEach((row) => {
-          if (row?.last_da != null) this.values.set(row.guid, row.last_da, row.last_ts ?? 0);
-        });
-        if (others.every((p, i) => p.h.holds(p.params, rows[i]?.last_da ?? undefined))) this.fire(rule, e);
-      })
-      .catch((err: unknown) => this.log.warn({ err, rid: rule.id }, "reading the values of a rule's other devices failed: not fired"));
+    return Promise.all(others.map((p) => this.store.devices.byGuid(p.guid))).then((rows) => {
+      rows.forEach((row) => {
+        if (row?.last_da != null) this.values.set(row.guid, row.last_da, row.last_ts ?? 0);
+      });
+      return others.every((p, i) => p.h.holds(p.params, rows[i]?.last_da ?? undefined));
+    });
   }
 
-  /** The rule's preconditions hold on `e`: fires it unless its timeout, a loop or its queue forbids. */
-  private fire(rule: Compiled, e: CommittedEvent): void {
-    const now = this.clock();
+  /** Durable evaluation: the rules each reading triggers, in order (rejects if a store read failed). */
+  private async evaluateRows(rows: EvalInput[]): Promise<Candidate[]> {
+    const found: Promise<Candidate | null>[] = [];
+    for (const r of rows) {
+      const rules = this.index.get(r.guid);
+      if (!rules) continue;
+      this.values.put(r.guid, r.DA, r.ts);
+      for (const rule of rules) {
+        if (rule.userId !== r.userId) continue;
+        found.push(Promise.resolve(this.matches(rule, r, r.prev ?? undefined)).then((ok) => (ok ? { rule, cause: r.cause, guid: r.guid } : null)));
+      }
+    }
+    return (await Promise.all(found)).filter((c): c is Candidate => c !== null);
+  }
+
+  private admitCandidate(c: Candidate, now: number): RuleFiring | null {
+    if (c.rule.removed || c.rule.suspended) return null;
+    c.before = c.rule.state.lastFired;
+    if (!this.admit(c.rule, c.guid, c.cause, now)) return null;
+    return { ruleId: c.rule.id, firedAt: now, timeoutMs: c.rule.timeoutMs, cause: c.cause };
+  }
+
+  /** The jobs of durable firings: run here in the rule's queue, or left to the store (behind, refused, failed). */
+  private firedDurably(admitted: { c: Candidate; f: RuleFiring }[], outcomes: FiringOutcome[] | null): void {
+    admitted.forEach(({ c, f }, i) => {
+      const rule = c.rule;
+      const st = rule.state;
+      const o = outcomes?.[i];
+      if (typeof o === "number" && this.jobs) {
+        this.jobs.adopt(o);
+        st.chain = st.chain
+          // The next turn: the responses of the committed events are written before the actions'
+          // own disk writes (a queued command) take the event loop.
+          .then(() => this.turn())
+          .then(() => runCaused([...f.cause, rule.id], () => this.run(rule, f.firedAt, { id: o, step: 0, steps: [], sleep_until: null })))
+          .catch((err: unknown) => this.log.error({ err, rid: rule.id }, "rule run failed unexpectedly"))
+          .finally(() => st.pending--);
+        return;
+      }
+      st.pending--;
+      if (o === "behind") return; // its job runs after the rule's older one, where the store hands it
+      this.stats.fired--;
+      if (o === undefined && st.lastFired === f.firedAt) st.lastFired = c.before ?? null;
+    });
+  }
+
+  /**
+   * Whether a rule whose preconditions hold fires now: not within its timeout, not in a loop of its
+   * own actions, not running away, its queue not full. If so its state counts the firing (pending).
+   */
+  private admit(rule: Compiled, guid: string, cause: readonly number[], now: number): boolean {
     const st = rule.state;
-    if (st.lastFired !== null && now < st.lastFired + rule.timeoutMs) return;
-    const cause = e.cause ?? [];
+    if (st.lastFired !== null && now < st.lastFired + rule.timeoutMs) return false;
     if (cause.includes(rule.id) || cause.length >= MAX_CAUSE_CHAIN) {
       // Its own action chain (or a chain of rules this long) caused the event: firing again would
       // loop without end. Not fired; recorded in its history.
       this.stats.loops++;
       const error = cause.includes(rule.id)
-        ? `loop stopped: the event on ${e.guid} was caused by this rule's own actions (rules ${cause.join(" -> ")})`
-        : `loop stopped: the event on ${e.guid} comes from a chain of ${cause.length} rules (${cause.join(" -> ")})`;
+        ? `loop stopped: the event on ${guid} was caused by this rule's own actions (rules ${cause.join(" -> ")})`
+        : `loop stopped: the event on ${guid} comes from a chain of ${cause.length} rules (${cause.join(" -> ")})`;
       this.log.warn({ rid: rule.id, cause }, "rule loop stopped");
       this.record({ rule_id: rule.id, ts: now, ok: false, steps: [], error }, rule.userId);
-      return;
+      return false;
     }
     if (st.rate.fired(now)) {
       this.suspendRunaway(rule, now);
-      return;
+      return false;
     }
     if (st.pending >= this.maxPending) {
       this.stats.dropped++;
       this.log.warn({ rid: rule.id }, "rule fired faster than it runs: firing dropped");
-      return;
+      return false;
     }
     st.lastFired = now;
     st.pending++;
     this.stats.fired++;
+    return true;
+  }
+
+  /** The rule's preconditions hold on `e`: fires it unless its timeout, a loop or its queue forbids (in this process). */
+  private fire(rule: Compiled, e: CommittedEvent): void {
+    const now = this.clock();
+    const st = rule.state;
+    const cause = e.cause ?? [];
+    if (!this.admit(rule, e.guid, cause, now)) return;
     st.chain = st.chain
       // The next turn: the responses of the committed events are written before the actions'
       // own disk writes (a queued command) take the event loop.
       .then(() => this.turn())
       .then(async () => {
-        if (this.jobs) {
-          // A job leased here, claimed with the rule's timeout in one statement (across instances).
-          const id = await this.jobs.fire(rule.id, now, rule.timeoutMs, cause);
-          if (id === null) {
-            this.stats.fired--;
-            return;
-          }
-          await runCaused([...cause, rule.id], () => this.run(rule, now, { id, step: 0, steps: [], sleep_until: null }));
-          return;
-        }
         // Across instances: another one may have fired this rule within its timeout.
         if (this.shared && rule.timeoutMs > 0 && !(await this.store.rules.claimFiring(rule.id, now, rule.timeoutMs))) {
           this.stats.fired--;

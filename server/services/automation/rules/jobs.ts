@@ -1,12 +1,14 @@
 /**
  * Rule runs that survive the loss of the instance running them (several instances on PostgreSQL).
- * A firing is a row of `rule_jobs` (RuleJobsRepo.fire, which claims the rule's timeout in the same
- * statement), leased to the instance that fired it; the run records its progress after each action
- * (and, before a sleep, when the sleep ends); this instance renews the leases of its runs every
- * third of the lease. An instance that dies stops renewing: once a lease lapses any instance takes
- * the job over and resumes it at its first unfinished action (a sleep only for what is left of it;
- * from the last getServiceSnapshot when a later action sends that snapshot, which was not kept). An
- * action that was in flight when its instance died runs again: at least once.
+ * A firing is a row of `rule_jobs` (inserted by RuleEvalsRepo.consume with the removal of the
+ * evaluation that fired it, claiming the rule's timeout), leased to the instance that fired it; the
+ * run records its progress after each action (and, before a sleep, when the sleep ends); this
+ * instance renews the leases of its runs every third of the lease. An instance that dies stops
+ * renewing: once a lease lapses any instance takes the job over (the oldest job of its rule first:
+ * a rule's jobs run one at a time, in firing order, across instances) and resumes it at its first
+ * unfinished action (a sleep only for what is left of it; from the last getServiceSnapshot when a
+ * later action sends that snapshot, which was not kept). An action that was in flight when its
+ * instance died runs again: at least once.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
@@ -26,7 +28,7 @@ export class RuleJobs {
 
   constructor(
     private readonly repo: RuleJobsRepo,
-    private readonly leaseMs: number,
+    readonly leaseMs: number,
     private readonly onTaken: (job: RuleJobRow) => void,
     private readonly log: Logger,
     private readonly clock: () => number,
@@ -55,11 +57,9 @@ export class RuleJobs {
     await this.repo.renew(this.lease, ids, 0, 0).catch((err: unknown) => this.failed(err, "releasing rule jobs failed"));
   }
 
-  /** The job of a firing, leased here; null when the rule's timeout (any instance) refuses it. */
-  async fire(ruleId: number, now: number, timeoutMs: number, cause: readonly number[]): Promise<number | null> {
-    const id = await this.repo.fire(ruleId, now, timeoutMs, cause, this.lease, this.leaseMs);
-    if (id !== null) this.active.add(id);
-    return id;
+  /** A job fired here (RuleEvalsRepo.consume, leased to this instance): its lease is renewed from now on. */
+  adopt(id: number): void {
+    this.active.add(id);
   }
 
   /** False when the job is no longer this instance's (it lost the lease): the run stops. */
