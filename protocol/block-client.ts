@@ -83,6 +83,9 @@ export class BlockClient {
   /** The token of the cached header objects (headersFor), and those objects by content type. */
   private headersToken: string | undefined;
   private readonly headerSets = new Map<string | undefined, Record<string, string>>();
+  /** The last call's content type and headers (most calls repeat the previous one's). */
+  private lastType: string | undefined;
+  private lastHeaders: Record<string, string> | undefined;
   /** The undici transport while its module loads (a dispatcher was given). */
   private readonly loading: Promise<BlockTransport> | undefined;
   private readonly ownTransport: boolean;
@@ -167,7 +170,8 @@ export class BlockClient {
       // A new token (an activation, a re-activation): the old one's headers go.
       this.headerSets.clear();
       this.headersToken = token;
-    }
+      this.lastHeaders = undefined;
+    } else if (this.lastHeaders !== undefined && contentType === this.lastType) return this.lastHeaders;
     let h = this.headerSets.get(contentType);
     if (!h) {
       const made: Record<string, string> = {};
@@ -176,6 +180,8 @@ export class BlockClient {
       h = Object.freeze(made);
       this.headerSets.set(contentType, h);
     }
+    this.lastType = contentType;
+    this.lastHeaders = h;
     return h;
   }
 

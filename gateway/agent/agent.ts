@@ -108,7 +108,11 @@ export class BlockAgent extends EventEmitter {
   private readonly counters = {
     submitted: 0, acked: 0, invalid: 0, rejected: 0, activations: 0, revocations: 0, reconnects: 0,
   };
-  private lastContact: number | null = null;
+  /**
+   * Epoch ms of the last answer, NaN before the first: a number field from the start, so that the
+   * store after every answer writes in place instead of boxing a new number each time.
+   */
+  private lastContact = Number.NaN;
   private readonly refusals: RefusalLog;
   /** Idempotency keys: a random prefix per agent instance and a counter (unique per node for far longer than 7 days). */
   private readonly keyPrefix = randomBytes(9).toString("base64url");
@@ -127,14 +131,16 @@ export class BlockAgent extends EventEmitter {
     this.outbox = o.outbox;
     this.refusals = new RefusalLog(this.log, this.clock);
     const backoff = (): Backoff => new Backoff({ ...o.backoff, clock: o.backoff?.clock ?? this.clock });
-    const hooks = {
-      token: () => this.token,
-      unauthorized: (e: BlockClientError) => this.revoked(e),
-      reachable: (up: boolean, err?: unknown) => this.setReachable(up, err),
-    };
+    // Each loop gets its own literal with every hook (no spread of a shared one): the uplink reads
+    // them once per reading, and spread copies of closures made the loads miss their inline caches.
+    const token = (): string | null => this.token;
+    const unauthorized = (e: BlockClientError): void => this.revoked(e);
+    const reachable = (up: boolean, err?: unknown): void => this.setReachable(up, err);
     this.activator = new Activator(this.client, o.tokens, this.log, backoff(), o.userToken);
     this.uplink = new Uplink(this.client, this.outbox, {
-      ...hooks,
+      token,
+      unauthorized,
+      reachable,
       acked: (n) => {
         this.counters.acked += n;
         this.emit("acked", n);
@@ -146,7 +152,7 @@ export class BlockAgent extends EventEmitter {
       },
     }, this.log, { ...o.uplink, backoff: backoff() });
     this.router = new CommandRouter(this.nodeId, this.client, () => this.token, this.log, (e, ...args) => this.emit(e, ...args), o.camera);
-    this.poller = new CommandPoller(this.client, { ...hooks, route: (cmd) => this.router.route(cmd) }, this.log, backoff());
+    this.poller = new CommandPoller(this.client, { token, unauthorized, reachable, route: (cmd) => this.router.route(cmd) }, this.log, backoff());
   }
 
   /** Loads the token (or starts activation), then runs the uplink and the poller. */
@@ -216,7 +222,7 @@ export class BlockAgent extends EventEmitter {
   stats(): AgentStats {
     const ob = this.outbox.stats();
     const outbox = { dropped: ob.dropped, outboxRows: ob.rows, outboxBytes: ob.bytes, outboxFull: ob.full === true };
-    return { state: this.state, ...this.counters, ...this.router.counters, refused: this.refusals.total, ...outbox, lastServerContact: this.lastContact };
+    return { state: this.state, ...this.counters, ...this.router.counters, refused: this.refusals.total, ...outbox, lastServerContact: Number.isNaN(this.lastContact) ? null : this.lastContact };
   }
 
   get currentState(): AgentState {

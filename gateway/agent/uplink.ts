@@ -7,16 +7,22 @@
  * its original TIMESTAMP and its idempotency KEY, so a batch that is sent again after a lost answer
  * is not stored twice. Entries leave the outbox only once acknowledged. Pacing caps the replay rate
  * after an outage so a hub coming back does not flood the server.
+ *
+ * The steady state (the loop idle, a few new readings, a free window slot) runs without the loop:
+ * notify() queues one microtask that cuts and sends the cycle, and the answer's callback settles
+ * it and looks again, as the loop would at its top. The loop stays parked in its idle wait, so a
+ * reading costs no wake-up promise and no loop resumption (with ten thousand blocks those promises
+ * lived a second each, were promoted and cost the old-generation GC). Anything else (a full
+ * window, a backlog of a whole pipeline, a stop) wakes the loop, which decides from the top.
  */
 import type { Logger } from "pino";
-import { type BlockClient, BlockClientError, type WireReading } from "../../protocol/block-client.js";
-import { MIN_TIMESTAMP } from "../../protocol/payloads.js";
+import { type BlockClient, BlockClientError } from "../../protocol/block-client.js";
 import { Backoff, sleep } from "./backoff.js";
 import { AgentLoop } from "./loop.js";
+import { splitRuns, stamp, wire } from "./runs.js";
 import type { Outbox, OutboxEntry } from "./types.js";
 
-/** The server's JSON body limit is 64 KiB: a heartbeat array stays under this many bytes. */
-export const MAX_BATCH_BYTES = 56 * 1024;
+export { MAX_BATCH_BYTES, splitRuns } from "./runs.js";
 
 export interface UplinkOptions {
   /** Most readings in one heartbeat array. Default 1000 (the server's maximum). */
@@ -60,11 +66,29 @@ interface Cycle {
 }
 
 export class Uplink extends AgentLoop {
+  /** The loop waits idle: notify() takes the fast path. */
+  private parked = false;
+  /** A fast cycle (or its backoff) is under way. */
+  private busy = false;
+  private queued = false;
+  /** Set by stop(), cleared by start(). */
+  private halted = true;
+  /** The signal of the running loop (read once: the getter showed per reading). */
+  private signal = this.abort.signal;
+  private inFlight: Promise<void> | undefined;
+  private readonly fastFn = (): void => this.fast();
+  private readonly settledFn = (c: Cycle): void => this.fastSettled(c);
+  private readonly againFn = (): void => this.again();
+  private readonly tookFn = (took: boolean): void => this.took(took);
+  /** A window slot the fast path took and handed to the loop with a backlog. */
+  private held = false;
   private readonly backoff: Backoff;
   private readonly batchSize: number;
   private readonly ratePerSecond: number;
   private readonly pipeline: number;
   private readonly window: SendWindow | undefined;
+  /** Most entries cut for one cycle: `pipeline` runs of `batchSize`. */
+  private readonly limit: number;
 
   constructor(
     private readonly client: BlockClient,
@@ -79,6 +103,89 @@ export class Uplink extends AgentLoop {
     this.pipeline = Math.max(1, options.pipeline ?? 4);
     this.window = options.window;
     this.backoff = options.backoff ?? new Backoff();
+    this.limit = this.batchSize * this.pipeline;
+  }
+
+  /** New entries or a token: the steady state sends them without waking the loop (see above). */
+  override notify(): void {
+    if (this.parked && !this.busy && !this.queued) {
+      this.queued = true;
+      queueMicrotask(this.fastFn);
+    }
+  }
+
+  override start(): void {
+    this.halted = false;
+    super.start();
+    this.signal = this.abort.signal;
+  }
+
+  override async stop(): Promise<void> {
+    this.halted = true;
+    this.abort.abort();
+    this.wakeLoop();
+    await this.inFlight;
+    await super.stop();
+  }
+
+  /** Hands over to the loop: it leaves its idle wait and decides from its top. */
+  private wakeLoop(): void {
+    this.parked = false;
+    super.notify();
+  }
+
+  /** The loop's top, by callbacks: cut and send one cycle, wait for a window slot, or hand over. */
+  private fast(): void {
+    this.queued = false;
+    if (!this.parked || this.busy) return;
+    if (this.halted) return this.wakeLoop();
+    const token = this.hooks.token();
+    const batch = token ? this.outbox.peek(this.limit) : [];
+    if (batch.length === 0) return; // the loop would wait idle: it already does
+    // A whole pipeline's backlog: overlapping cycles are the loop's business.
+    if (batch.length === this.limit) return this.wakeLoop();
+    this.busy = true;
+    if (!this.window || this.window.tryTake()) return this.send1(token as string, batch);
+    this.inFlight = this.window.take(this.signal).then(this.tookFn);
+  }
+
+  /** After a wait for a window slot, as the loop: cut the batch again (it takes what arrived meanwhile). */
+  private took(took: boolean): void {
+    const token = this.hooks.token();
+    const batch = took && token && !this.halted ? this.outbox.peek(this.limit) : [];
+    if (took && batch.length === 0) this.window?.give();
+    if (!took || this.halted) {
+      this.busy = false;
+      return this.wakeLoop();
+    }
+    if (batch.length === this.limit) {
+      // A backlog: the loop takes over, holding the slot.
+      this.busy = false;
+      this.held = true;
+      return this.wakeLoop();
+    }
+    if (batch.length === 0) return this.again();
+    this.send1(token as string, batch);
+  }
+
+  private send1(token: string, batch: OutboxEntry[]): void {
+    this.inFlight = this.cycle(token, splitRuns(batch, this.batchSize, this.pipeline), this.signal).then(this.settledFn);
+  }
+
+  /** A fast cycle ended: back off or pace as the loop would, then look again. */
+  private fastSettled(c: Cycle): void {
+    const wait = this.halted ? undefined : this.settle(c, this.signal);
+    if (wait) {
+      this.inFlight = wait.then(this.againFn);
+      return;
+    }
+    this.again();
+  }
+
+  private again(): void {
+    this.busy = false;
+    this.inFlight = undefined;
+    this.fast();
   }
 
   protected async run(): Promise<void> {
@@ -90,9 +197,13 @@ export class Uplink extends AgentLoop {
     let sentUpTo = 0;
     while (!signal.aborted) {
       const token = this.hooks.token();
-      const limit = this.batchSize * this.pipeline;
+      const limit = this.limit;
       let batch = token ? this.outbox.peek(limit, previous ? sentUpTo : 0) : [];
-      if (token && batch.length > 0 && this.window && !this.window.tryTake()) {
+      if (this.held) {
+        // The fast path waited for this slot and handed it over with a backlog.
+        this.held = false;
+        if (!token || batch.length === 0) this.window?.give();
+      } else if (token && batch.length > 0 && this.window && !this.window.tryTake()) {
         // Wait for a slot, then cut the batch again: it takes along what arrived meanwhile, so a
         // fleet whose window is full sends fewer, larger batches instead of queueing more requests.
         if (!(await this.window.take(signal))) break;
@@ -106,7 +217,9 @@ export class Uplink extends AgentLoop {
           await this.settle(done, signal);
           continue;
         }
+        this.parked = true;
         await this.idle(signal);
+        this.parked = false;
         continue;
       }
       const runs = splitRuns(batch, this.batchSize, this.pipeline);
@@ -223,46 +336,3 @@ export class Uplink extends AgentLoop {
   }
 }
 
-/**
- * Cuts the oldest entries into at most `max` runs: a config event alone, or consecutive readings
- * up to `size` of them and MAX_BATCH_BYTES. Stops after a config event so it is not overtaken.
- */
-export function splitRuns(batch: OutboxEntry[], size: number, max: number): OutboxEntry[][] {
-  const runs: OutboxEntry[][] = [];
-  let i = 0;
-  while (i < batch.length && runs.length < max) {
-    const first = batch[i] as OutboxEntry;
-    const run = [first];
-    i++;
-    if (first.kind === "config") {
-      runs.push(run);
-      break;
-    }
-    let bytes = wireBytes(first);
-    while (i < batch.length && run.length < size) {
-      const e = batch[i] as OutboxEntry;
-      bytes += wireBytes(e);
-      if (e.kind === "config" || bytes > MAX_BATCH_BYTES) break;
-      run.push(e);
-      i++;
-    }
-    runs.push(run);
-    if (i < batch.length && (batch[i] as OutboxEntry).kind === "config") break;
-  }
-  return runs;
-}
-
-function stamp(e: OutboxEntry): { TIMESTAMP?: number; KEY: string } {
-  // A Pi without a real-time clock may stamp 1970 before NTP: the server then uses its own time.
-  return e.ts >= MIN_TIMESTAMP ? { TIMESTAMP: e.ts, KEY: e.key } : { KEY: e.key };
-}
-
-/** A generous estimate of a reading's JSON size in a heartbeat array. */
-function wireBytes(e: OutboxEntry): number {
-  return 64 + e.G.length + e.DA.length * 2 + e.key.length;
-}
-
-function wire(e: OutboxEntry): WireReading {
-  // Built directly (no spread): one object per reading on the uplink's hot path.
-  return e.ts >= MIN_TIMESTAMP ? { G: e.G, V: e.V, D: e.D, DA: e.DA, TIMESTAMP: e.ts, KEY: e.key } : { G: e.G, V: e.V, D: e.D, DA: e.DA, KEY: e.key };
-}

@@ -27,6 +27,9 @@ class SimLink implements BlockTransport {
    * aborts when that signal does, or on a drop.
    */
   private readonly links = new Map<AbortSignal | undefined, AbortController>();
+  /** The signal of the last call and its controller (null once that controller left `links`). */
+  private lastSignal: AbortSignal | undefined;
+  private lastLink: AbortController | null = null;
 
   constructor(
     private readonly inner: BlockTransport,
@@ -54,6 +57,7 @@ class SimLink implements BlockTransport {
 
   drop(): void {
     this.cut = true;
+    this.lastLink = null;
     const links = [...this.links.values()];
     this.links.clear();
     for (const c of links) c.abort(new Error("connection dropped (chaos)"));
@@ -65,20 +69,29 @@ class SimLink implements BlockTransport {
 
   /** The controller of calls made with `signal`: aborted by it or by a drop. */
   private link(signal: AbortSignal | undefined): AbortController {
+    // Most calls come from the uplink, again and again with its one signal: no map lookup then.
+    if (this.lastLink !== null && signal === this.lastSignal) return this.lastLink;
     const known = this.links.get(signal);
-    if (known) return known;
+    if (known) {
+      this.lastSignal = signal;
+      this.lastLink = known;
+      return known;
+    }
     const mine = new AbortController();
     if (signal?.aborted) {
       mine.abort(signal.reason);
       return mine;
     }
     this.links.set(signal, mine);
+    this.lastSignal = signal;
+    this.lastLink = mine;
     // A listener rather than AbortSignal.any(): on Node 20 every any() signal stays referenced by
     // the caller's long-lived signal until collected.
     signal?.addEventListener(
       "abort",
       () => {
         if (this.links.get(signal) === mine) this.links.delete(signal);
+        if (this.lastLink === mine) this.lastLink = null;
         mine.abort(signal.reason);
       },
       { once: true },

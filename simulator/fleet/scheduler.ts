@@ -15,14 +15,19 @@ export interface ScheduledJob {
   cancel(): void;
 }
 
-/** A job is its own handle: one object per scheduled run. */
+/**
+ * A job is its own handle. One that ran may be scheduled again (`after`'s `reuse`): a device's
+ * reading a second then costs no new object that lives a second, long enough to be promoted.
+ */
 class Job implements ScheduledJob {
   cancelled = false;
+  /** In the wheel or the heap (cancelled or not). */
+  pending = true;
   constructor(
     /** The due millisecond (the clock's, rounded up). */
-    readonly due: number,
-    readonly seq: number,
-    readonly run: () => void,
+    public due: number,
+    public seq: number,
+    public run: () => void,
   ) {}
   cancel(): void {
     this.cancelled = true;
@@ -59,9 +64,21 @@ export class Scheduler {
     this.cursor = Math.ceil(clock());
   }
 
-  /** Runs `run` after `delayMs`. */
-  after(delayMs: number, run: () => void): ScheduledJob {
-    const job = new Job(Math.max(this.cursor, Math.ceil(this.clock() + Math.max(0, delayMs))), this.seq++, run);
+  /**
+   * Runs `run` after `delayMs`. `reuse`: a job of this scheduler that ran (or whose cancelled run
+   * was passed) becomes the new one instead of a new object; one still pending is left alone.
+   */
+  after(delayMs: number, run: () => void, reuse?: ScheduledJob | null): ScheduledJob {
+    const due = Math.max(this.cursor, Math.ceil(this.clock() + Math.max(0, delayMs)));
+    let job: Job;
+    if (reuse instanceof Job && !reuse.pending) {
+      job = reuse;
+      job.due = due;
+      job.seq = this.seq++;
+      job.run = run;
+      job.cancelled = false;
+      job.pending = true;
+    } else job = new Job(due, this.seq++, run);
     this.place(job);
     this.arm(job.due);
     return job;
@@ -124,6 +141,7 @@ export class Scheduler {
           const job = slot[k] as Job;
           if (job.seq >= limit) break;
           this.inWheel--;
+          job.pending = false;
           if (!job.cancelled) job.run();
           if (this.stopped) return;
         }
@@ -132,7 +150,8 @@ export class Scheduler {
           this.wheel[i] = slot.slice(k);
           break;
         }
-        this.wheel[i] = undefined;
+        // The slot's array stays for the jobs due WHEEL_MS later (no new array a millisecond).
+        slot.length = 0;
       }
       this.cursor++;
     }

@@ -16,6 +16,7 @@ interface Waiter {
   resolve(took: boolean): void;
   /** Its signal aborted: skipped when a slot frees. */
   gone: boolean;
+  signal: AbortSignal;
 }
 
 /** How the window was used since the last reset (for the report's "limited by" verdict). */
@@ -124,7 +125,7 @@ export class FleetSendWindow implements SendWindow {
       );
     }
     return new Promise<boolean>((resolve) => {
-      const w: Waiter = { resolve, gone: false };
+      const w: Waiter = { resolve, gone: false, signal };
       this.bySignal.set(signal, w);
       this.waiters.push(w);
       this.live++;
@@ -136,10 +137,15 @@ export class FleetSendWindow implements SendWindow {
     // The slot goes straight to the oldest waiter still waiting, if any.
     while (this.head < this.waiters.length) {
       const w = this.waiters[this.head] as Waiter;
+      // Let go of it now, not at the next compaction.
+      (this.waiters as (Waiter | undefined)[])[this.head] = undefined;
       this.head++;
       if (w.gone) continue;
       this.live--;
       w.gone = true;
+      // Served: its signal no longer points at it, so the waiter, its promise and what awaits it
+      // are not kept until the uplink's next wait (a second later, long enough to be promoted).
+      this.bySignal.set(w.signal, null);
       this.compact();
       w.resolve(true);
       return;

@@ -28,6 +28,8 @@ export interface SimDevice {
   gen: Generator;
   last: string | null;
   job: ScheduledJob | null;
+  /** The last job object, scheduled again for the next reading (see Scheduler.after). */
+  spare: ScheduledJob | null;
   /** The device's scheduled reading, made once (not a closure per reading). */
   fire: (() => void) | null;
 }
@@ -119,6 +121,7 @@ export class VirtualBlock implements CommandTarget {
           gen: makeGenerator(spec.generator, spec.rate, rng.child(`${nodeId}/${key}`)),
           last: null,
           job: null,
+          spare: null,
           fire: null,
         });
       }
@@ -291,7 +294,8 @@ export class VirtualBlock implements CommandTarget {
     const delay = d.gen.nextDelay();
     if (delay === null) return;
     d.fire ??= () => this.fire(d);
-    d.job = this.ctx.scheduler.after(delay, d.fire);
+    d.job = this.ctx.scheduler.after(delay, d.fire, d.spare);
+    d.spare = d.job;
   }
 
   private fire(d: SimDevice): void {

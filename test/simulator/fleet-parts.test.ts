@@ -85,6 +85,33 @@ describe("fleet scheduler", () => {
     expect(n).toBe(1000);
     s.stop();
   });
+
+  it("schedules a job that ran again as the same object, in order; never one still pending", async () => {
+    vi.useFakeTimers();
+    const s = new Scheduler();
+    const ran: string[] = [];
+    const a = s.after(10, () => ran.push("a1"));
+    // Still pending: a new job, and the first still runs.
+    const b = s.after(20, () => ran.push("b1"), a);
+    expect(b).not.toBe(a);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(ran).toEqual(["a1"]);
+    const a2 = s.after(5, () => ran.push("a2"), a);
+    expect(a2).toBe(a);
+    s.after(5, () => ran.push("c"));
+    await vi.advanceTimersByTimeAsync(10);
+    expect(ran).toEqual(["a1", "a2", "c", "b1"]);
+    // A cancelled job is reused only once its millisecond has passed, and runs when scheduled again.
+    const d = s.after(10, () => ran.push("never"));
+    d.cancel();
+    expect(s.after(1, () => ran.push("d1"), d)).not.toBe(d);
+    await vi.advanceTimersByTimeAsync(20);
+    expect(s.after(1, () => ran.push("d2"), d)).toBe(d);
+    await vi.advanceTimersByTimeAsync(5);
+    expect(ran).toEqual(["a1", "a2", "c", "b1", "d1", "d2"]);
+    expect(s.size).toBe(0);
+    s.stop();
+  });
 });
 
 describe("measured outbox and token store", () => {
