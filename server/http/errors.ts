@@ -131,6 +131,14 @@ export function clientErrorHandler(limits: Limits) {
     const [status, reason, message] = CLIENT_ERRORS[err.code ?? ""] ?? [400, "Bad Request", "malformed HTTP request"];
     if (status === 408) limits.bit("request_timeout", { address: socket.remoteAddress });
     else this.log.debug({ code: err.code, status }, "client error");
+    // A connection that sent nothing at all (headers timeout before a first byte) is closed as an
+    // idle kept-alive one is, without a 408: a kept-alive client that opened it for a call which
+    // went elsewhere may write a request on it at any moment and would read the 408 as that
+    // request's answer (the simulator's polls did, thousands of times, past the connection cap).
+    if (status === 408 && socket.bytesRead === 0) {
+      socket.destroy();
+      return;
+    }
     if (socket.writable) {
       const body = JSON.stringify(fail(message));
       socket.write(
