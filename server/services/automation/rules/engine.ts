@@ -8,109 +8,42 @@
 import { randomUUID } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
-import type { RuleRunJson } from "../../../../protocol/automation.js";
 import type { Bus } from "../../../bus/types.js";
 import type { FiringOutcome, IngestEvent, RuleFiring, RuleJobRow, RuleRow, RuleRunRow, Store } from "../../../store/types.js";
 import type { CommittedEvent } from "../../ingest.js";
-import { handler } from "./handlers/index.js";
-import type { ActionDeps, ActionHandler, Params, PreconditionHandler, RunContext } from "./handlers/types.js";
-import { DeviceValues } from "./store-view.js";
 import { MAX_CAUSE_CHAIN, runCaused } from "./cause.js";
-import { FiringRate, type FiringRateOptions } from "./firing-rate.js";
-import { RuleJobs } from "./jobs.js";
+import type { Candidate, Compiled, JobState, RuleEngineOptions, RunListener } from "./engine-types.js";
 import { type EvalInput, RuleEvaluations } from "./evaluations.js";
+import { FiringRate, type FiringRateOptions } from "./firing-rate.js";
+import { handler } from "./handlers/index.js";
+import type { ActionDeps } from "./handlers/types.js";
+import { RuleJobs } from "./jobs.js";
+import { runActions } from "./run-actions.js";
+import { RunHistory } from "./run-history.js";
+import { DeviceValues } from "./store-view.js";
+import { Turns } from "./turns.js";
 
-export interface RuleEngineOptions {
-  /** Runs kept per rule. Default 20. */
-  historyKeep?: number;
-  /** Firings waiting behind a running one, per rule; more are dropped. Default 16. */
-  maxPending?: number;
-  /** Rules one user may have. Default 10 000. */
-  maxRulesPerUser?: number;
-  /**
-   * Runs started per turn of the event loop; the others wait for the next turn, so that 10,000
-   * rules fired by one event do not hold the loop (other users' requests) for their whole work.
-   * Default 64.
-   */
-  runsPerTurn?: number;
-  /**
-   * Several instances share the store: a firing with a timeout is claimed in the store first
-   * (RulesRepo.claimFiring), so that the rule fires at most once per timeout across the cluster.
-   */
-  shared?: boolean;
-  /**
-   * Shared, on a store with rule jobs: how long this instance's lease on a run lasts unrenewed, ms
-   * (how soon another instance resumes the runs of one that died). Default 10 000.
-   */
-  leaseMs?: number | undefined;
-  /** The firing-rate backstop (firing-rate.ts): more than 20 firings a second for 5 seconds suspends a rule. */
-  firingRate?: FiringRateOptions;
-  /**
-   * Test only (BLOCKKIT_TEST_HOLD_RULE_EVALUATION=1): with durable evaluation, this instance
-   * evaluates nothing, neither its own commits nor others' lapsed ones, so that a test can kill it
-   * between the commit of an event and its evaluation.
-   */
-  testHoldEvaluation?: boolean;
-}
-
-/** A rule that an evaluated reading triggers, its other preconditions holding. */
-interface Candidate {
-  rule: Compiled;
-  cause: readonly number[];
-  guid: string;
-  /** The rule's lastFired before this firing was admitted (given back if nothing was fired). */
-  before?: number | null;
-}
+export type { RuleEngineOptions, RunListener } from "./engine-types.js";
 
 /** Bus channel announcing a changed rule id, so that every process's index follows CRUD. */
 export const RULES_CHANNEL = "rules:changed";
-
-/** Hears of each run once its history row is written (the live stream's rule frames). */
-export type RunListener = (userId: number, rid: number, ok: boolean, firedAt: number) => void;
-
-/** A run resumed from its job: where it stopped, and its lease. */
-type JobState = Pick<RuleJobRow, "id" | "step" | "steps" | "sleep_until">;
-
-/** Actions that use the snapshot an earlier getServiceSnapshot left in the run's carry. */
-const USES_SNAPSHOT = new Set(["sendToFileHost", "sendEmail"]);
-
-/** Delay before run history is written, ms. */
-const RECORD_DELAY_MS = 20;
-
-interface Compiled {
-  id: number;
-  userId: number;
-  timeoutMs: number;
-  suspended: boolean;
-  removed: boolean;
-  pre: { h: PreconditionHandler; params: Params; guid: string }[];
-  actions: { h: ActionHandler; params: Params }[];
-  /** Shared by the versions of one rule, so an update keeps its timeout and its queue. */
-  state: { lastFired: number | null; pending: number; chain: Promise<void>; rate: FiringRate };
-}
 
 export class RuleEngine {
   private readonly rules = new Map<number, Compiled>();
   private readonly index = new Map<string, Set<Compiled>>();
   private readonly values: DeviceValues;
   private readonly abort = new AbortController();
-  private readonly historyKeep: number;
   private readonly maxPending: number;
   private readonly shared: boolean;
   /** Durable, leased runs (several instances on PostgreSQL); null: runs live in this process only. */
   private readonly jobs: RuleJobs | null;
   /** Durable evaluation (rule_evals, PostgreSQL): the readings of watched devices, leased in the store. */
   private readonly evaluations: RuleEvaluations<Candidate> | null;
-  private unrecorded: { run: RuleRunRow; userId: number }[] = [];
-  private readonly runListeners: RunListener[] = [];
-  private readonly runsPerTurn: number;
-  /** Runs waiting for a turn of the event loop (`turn()`), and whether the next turn is scheduled. */
-  private readonly turnWaiters: (() => void)[] = [];
-  private turnScheduled = false;
+  private readonly history: RunHistory;
+  private readonly turns: Turns;
   private unsubscribe: () => void = () => {};
   private unsubscribeResync: (() => void) | undefined;
   private readonly tag = randomUUID();
-  private flushing: Promise<void> | null = null;
   private readonly firingRate: Required<FiringRateOptions>;
   readonly stats = { fired: 0, runs: 0, failed: 0, dropped: 0, loops: 0, suspended: 0, resumed: 0 };
 
@@ -125,9 +58,9 @@ export class RuleEngine {
     this.values = new DeviceValues(store);
     // Every run in flight (sleeps, snapshot waits) listens to the one stop signal.
     setMaxListeners(0, this.abort.signal);
-    this.historyKeep = options.historyKeep ?? 20;
+    this.history = new RunHistory(store, options.historyKeep ?? 20, log);
     this.maxPending = options.maxPending ?? 16;
-    this.runsPerTurn = options.runsPerTurn ?? 64;
+    this.turns = new Turns(options.runsPerTurn ?? 64);
     this.shared = options.shared ?? false;
     this.firingRate = { maxFiringsPerSecond: 20, hotSeconds: 5, ...options.firingRate };
     this.jobs =
@@ -188,7 +121,7 @@ export class RuleEngine {
   }
 
   onRun(listener: RunListener): void {
-    this.runListeners.push(listener);
+    this.history.onRun(listener);
   }
 
   /** Tells the engines of other processes that a rule changed (this one was synced already). */
@@ -263,7 +196,7 @@ export class RuleEngine {
   /** Resolves once every run queued so far has finished and been recorded. */
   async idle(): Promise<void> {
     await Promise.all([...this.rules.values()].map((r) => r.state.chain));
-    if (this.flushing) await this.flushing;
+    await this.history.idle();
   }
 
   get watched(): number {
@@ -365,7 +298,7 @@ export class RuleEngine {
         st.chain = st.chain
           // The next turn: the responses of the committed events are written before the actions'
           // own disk writes (a queued command) take the event loop.
-          .then(() => this.turn())
+          .then(() => this.turns.next())
           .then(() => runCaused([...f.cause, rule.id], () => this.run(rule, f.firedAt, { id: o, step: 0, steps: [], sleep_until: null })))
           .catch((err: unknown) => this.log.error({ err, rid: rule.id }, "rule run failed unexpectedly"))
           .finally(() => st.pending--);
@@ -420,7 +353,7 @@ export class RuleEngine {
     st.chain = st.chain
       // The next turn: the responses of the committed events are written before the actions'
       // own disk writes (a queued command) take the event loop.
-      .then(() => this.turn())
+      .then(() => this.turns.next())
       .then(async () => {
         // Across instances: another one may have fired this rule within its timeout.
         if (this.shared && rule.timeoutMs > 0 && !(await this.store.rules.claimFiring(rule.id, now, rule.timeoutMs))) {
@@ -454,25 +387,6 @@ export class RuleEngine {
     suspend().catch((err: unknown) => this.log.error({ err, rid: rule.id }, "suspending a runaway rule failed"));
   }
 
-  /**
-   * Resolves in a later turn of the event loop, at most `runsPerTurn` runs per turn: the runs
-   * fired by one event start spread over as many turns as it takes, with I/O (other requests)
-   * served between them.
-   */
-  private turn(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      this.turnWaiters.push(resolve);
-      if (this.turnScheduled) return;
-      this.turnScheduled = true;
-      const next = (): void => {
-        for (const f of this.turnWaiters.splice(0, this.runsPerTurn)) f();
-        if (this.turnWaiters.length > 0) setImmediate(next);
-        else this.turnScheduled = false;
-      };
-      setImmediate(next);
-    });
-  }
-
   /** A job whose instance lost its lease: resumed here, in the rule's queue. */
   private resume(job: RuleJobRow): void {
     const go = async (): Promise<void> => {
@@ -497,75 +411,20 @@ export class RuleEngine {
   }
 
   private async run(rule: Compiled, firedAt: number, job?: JobState): Promise<void> {
-    const ctx: RunContext = { userId: rule.userId, deps: this.deps, carry: {}, signal: this.abort.signal };
-    let from = job?.step ?? 0;
-    if (from > 0 && rule.actions.slice(from).some((a) => USES_SNAPSHOT.has(a.h.name))) {
-      // The snapshot of an earlier step was not kept: take it again.
-      const at = rule.actions.slice(0, from).findLastIndex((a) => a.h.name === "getServiceSnapshot");
-      if (at >= 0) from = at;
-    }
-    const steps = ((job?.steps ?? []) as RuleRunJson["steps"]).slice(0, from);
-    let error: string | null = null;
-    for (let i = from; i < rule.actions.length; i++) {
-      const a = rule.actions[i] as Compiled["actions"][number];
-      if (rule.removed || this.abort.signal.aborted) {
-        // A job stopped by this engine's stop stays in the store for another instance.
-        if (job && !rule.removed) return;
-        error = rule.removed ? "the rule was deleted during the run" : "the rule engine stopped";
-        break;
-      }
-      const t0 = this.clock();
-      let params = a.params;
-      if (job && a.h.name === "sleep") {
-        // Its end is recorded first: a run taken over sleeps only what is left.
-        const until = i === job.step && job.sleep_until !== null ? job.sleep_until : t0 + (params.sleepLength as number);
-        if (!(await this.jobs?.progress(job.id, i, steps, until))) return;
-        params = { ...params, sleepLength: Math.max(0, until - t0) };
-      }
-      try {
-        const result = await a.h.run(params, ctx);
-        steps.push({ handler: a.h.name, ok: true, result, ms: this.clock() - t0 });
-        // Progress, so that a run taken over does not repeat this action (the last one: finish below).
-        if (job && i + 1 < rule.actions.length && !(await this.jobs?.progress(job.id, i + 1, steps, null))) return;
-      } catch (err) {
-        if (job && this.abort.signal.aborted && !rule.removed) return;
-        error = `${a.h.name}: ${(err as Error).message}`;
-        steps.push({ handler: a.h.name, ok: false, error: (err as Error).message, ms: this.clock() - t0 });
-        break;
-      }
-    }
+    const out = await runActions(rule, { deps: this.deps, signal: this.abort.signal, clock: this.clock, jobs: this.jobs }, job);
+    if (out === "handed") return;
     if (job) await this.jobs?.finish(job.id);
     this.stats.runs++;
-    if (error !== null) {
+    if (out.error !== null) {
       this.stats.failed++;
-      this.log.info({ rid: rule.id, error }, "rule run stopped");
+      this.log.info({ rid: rule.id, error: out.error }, "rule run stopped");
     }
     if (rule.removed) return;
-    this.record({ rule_id: rule.id, ts: firedAt, ok: error === null, steps, error }, rule.userId);
+    this.record({ rule_id: rule.id, ts: firedAt, ok: out.error === null, steps: out.steps, error: out.error }, rule.userId);
   }
 
-  /**
-   * Run history is written in batches a few ms later, in one transaction: off the path of the
-   * command that the run just queued, and one disk sync for many runs.
-   */
   private record(run: RuleRunRow, userId: number): void {
-    this.unrecorded.push({ run, userId });
-    this.flushing ??= new Promise<void>((resolve) => {
-      setTimeout(() => {
-        const runs = this.unrecorded.splice(0);
-        this.flushing = null;
-        this.store.rules
-          .addRuns(
-            runs.map((r) => r.run),
-            this.historyKeep,
-          )
-          .catch((err: unknown) => this.log.warn({ err, runs: runs.length }, "recording rule runs failed"))
-          .finally(() => {
-            for (const { run, userId } of runs) for (const l of this.runListeners) l(userId, run.rule_id, run.ok, run.ts);
-            resolve();
-          });
-      }, RECORD_DELAY_MS);
-    });
+    this.history.record(run, userId);
   }
 
   private unindex(rule: Compiled): void {
