@@ -26,7 +26,7 @@
  * Env: BENCH_SIM_SINK (block count against the sink, default 10000; 0 skips), BENCH_SIM_STEPS (block
  * counts against the server, comma-separated, default 1000,10000; empty skips), BENCH_SIM_SECONDS
  * (measured seconds, default 6), BENCH_SIM_FLEET (blocks of the several-process run, comma-separated
- * for several runs, default 40000; 0 skips, and so does BENCH_SIM_SINK=0 unless BENCH_ONLY=fleet),
+ * for several runs, each N or sink:N or server:N, default 40000; 0 skips, and so does BENCH_SIM_SINK=0 unless BENCH_ONLY=fleet),
  * BENCH_SIM_ROUNDS (runs of each size, default 1), BENCH_SIM_WORKERS (its processes, default 2),
  * BENCH_SIM_FLEET_AGAINST (`server`: against one real SQLite server instead of the sink),
  * BENCH_SIM_SINK_PROCESSES (default: one per 12,000 blocks), BENCH_SIM_FILES (the open-file limit to
@@ -53,9 +53,17 @@ const SINK = Number(process.env.BENCH_SIM_SINK ?? 10_000);
 const STEPS = (process.env.BENCH_SIM_STEPS ?? "1000,10000").split(",").map(Number).filter((n) => n > 0);
 const SECONDS = Number(process.env.BENCH_SIM_SECONDS ?? 6);
 const RAMP = Number(process.env.BENCH_SIM_RAMP ?? 1000);
-const FLEETS = (process.env.BENCH_SIM_FLEET ?? "40000").split(",").map(Number).filter((n) => n > 0);
-const ROUNDS = Number(process.env.BENCH_SIM_ROUNDS ?? 1);
 const FLEET_AGAINST = process.env.BENCH_SIM_FLEET_AGAINST === "server" ? "server" : "sink";
+/** `N` (against the sink, or BENCH_SIM_FLEET_AGAINST) or `server:N`, `sink:N`. */
+const FLEETS = (process.env.BENCH_SIM_FLEET ?? "40000")
+  .split(",")
+  .map((spec) => {
+    const [peer, n] = spec.includes(":") ? spec.split(":") : [FLEET_AGAINST, spec];
+    if (peer !== "sink" && peer !== "server") throw new Error(`BENCH_SIM_FLEET: "${spec}" is not N, sink:N or server:N`);
+    return { against: peer as "sink" | "server", blocks: Number(n) };
+  })
+  .filter((f) => f.blocks > 0);
+const ROUNDS = Number(process.env.BENCH_SIM_ROUNDS ?? 1);
 const WORKERS = Number(process.env.BENCH_SIM_WORKERS ?? 2);
 const FILES = Number(process.env.BENCH_SIM_FILES ?? 65_536);
 
@@ -210,10 +218,10 @@ async function fleetInProcesses(): Promise<void> {
   process.stdout.write(`\n${raiseFiles(FILES)}\n`);
   const results = [];
   for (let round = 0; round < ROUNDS; round++) {
-    for (const wanted of FLEETS) {
-      const { workers, why } = workersFor(wanted, WORKERS);
-      if (why) process.stdout.write(`\n${wanted} blocks${why}\n`);
-      results.push(await fleetRun({ blocks: wanted, workers, against: FLEET_AGAINST, scenario: (n) => scenarioDoc(n, 3 + round, RAMP), token: TOKEN }));
+    for (const { against, blocks } of FLEETS) {
+      const { workers, why } = workersFor(blocks, WORKERS);
+      if (why) process.stdout.write(`\n${blocks} blocks${why}\n`);
+      results.push(await fleetRun({ blocks, workers, against, scenario: (n) => scenarioDoc(n, 3 + round, RAMP), token: TOKEN }));
     }
   }
   fleetTable(results);
