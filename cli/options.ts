@@ -2,6 +2,7 @@
 import { InvalidArgumentError } from "commander";
 import { MIN_KEY_RETENTION_MS } from "../server/services/ingest.js";
 import { parseNetwork } from "../server/services/networks.js";
+import { type PartitionInterval, isPartitionInterval } from "../server/store/postgres/partition-ranges.js";
 import { parseStoreUrl } from "../server/store/url.js";
 
 export function port(value: string): number {
@@ -87,6 +88,12 @@ export function keyRetention(value: string): number {
     throw new InvalidArgumentError(`"${value}" is under the 1h minimum: a gateway sends a request again up to 2 min 15 s after a lost answer, and the key must still be known then`);
   }
   return ms;
+}
+
+/** --partition-interval: day, week or month. */
+export function partitionInterval(value: string): PartitionInterval {
+  if (!isPartitionInterval(value)) throw new InvalidArgumentError(`"${value}" is not a partition interval: day, week or month`);
+  return value;
 }
 
 /**

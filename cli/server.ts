@@ -3,7 +3,8 @@ import type { Command } from "commander";
 import { StartCancelled } from "../protocol/lifecycle.js";
 import { programLogger } from "./logger.js";
 import { CliError } from "./errors.js";
-import { dbUrl, duration, keyRetention, logLevel, networks, port, positiveNumber, storeLocation, url } from "./options.js";
+import type { PartitionInterval } from "../server/store/postgres/partition-ranges.js";
+import { dbUrl, duration, keyRetention, logLevel, networks, partitionInterval, port, positiveNumber, storeLocation, url } from "./options.js";
 import { stopOnSignals } from "./signals.js";
 
 interface ServerFlags {
@@ -21,6 +22,7 @@ interface ServerFlags {
   pollHold: number;
   logLevel: string;
   retention?: number;
+  partitionInterval?: PartitionInterval;
   idempotencyRetention?: number;
   lease: number;
 }
@@ -37,7 +39,12 @@ export function registerServer(program: Command): void {
     .option("--admin-token <token>", "personal access token of the first user on an empty database")
     .option("--smtp-url <url>", "SMTP server for the sendEmail action", url)
     .option("--sms-url <url>", "SMS gateway (HTTP POST of {to, body})", url)
-    .option("--retention <duration>", "PostgreSQL: drop readings older than this, a month's partition at a time (e.g. 400d)", duration)
+    .option("--retention <duration>", "PostgreSQL: drop readings older than this, a partition at a time (e.g. 400d)", duration)
+    .option(
+      "--partition-interval <interval>",
+      "PostgreSQL: readings partitions by day, week or month, fixed when the database is made (a new one: month unless given; changed by blockkit migrate)",
+      partitionInterval,
+    )
     .option(
       "--idempotency-retention <duration>",
       "how long a reading's idempotency KEY is remembered, at least 1h (default: BLOCKKIT_IDEMPOTENCY_RETENTION, else 7d)",
@@ -74,6 +81,7 @@ export function registerServer(program: Command): void {
         db,
         dataDir,
         retentionMs: flags.retention,
+        partitionInterval: flags.partitionInterval,
         keyRetentionMs: flags.idempotencyRetention ?? envKeyRetention(),
         leaseMs: flags.lease * 1000,
         adminToken: flags.adminToken,

@@ -4,7 +4,8 @@
  * (server/store/dump.ts): `blockkit export --data DIR > dump`, `blockkit import --db URL < dump`.
  */
 import type { Command } from "commander";
-import { dbUrl, storeLocation } from "./options.js";
+import type { PartitionInterval } from "../server/store/postgres/partition-ranges.js";
+import { dbUrl, partitionInterval, storeLocation } from "./options.js";
 
 export function registerStoreCommands(program: Command): void {
   program
@@ -12,7 +13,12 @@ export function registerStoreCommands(program: Command): void {
     .description("apply the store's pending schema migrations and exit (servers also do it at start)")
     .option("--data <dir>", "directory of the embedded SQLite store", "./data")
     .option("--db <url>", "store URL: sqlite:DIR, a directory or postgres://… (default: BLOCKKIT_DB, else --data)", dbUrl)
-    .action(async (flags: { data: string; db?: string }) => {
+    .option(
+      "--partition-interval <interval>",
+      "PostgreSQL: make the readings partitions day, week or month from the next partition on, for every instance (default: keep the database's)",
+      partitionInterval,
+    )
+    .action(async (flags: { data: string; db?: string; partitionInterval?: PartitionInterval }) => {
       const { url } = storeLocation(flags);
       const { parseStoreUrl } = await import("../server/store/url.js");
       const where = parseStoreUrl(url);
@@ -23,8 +29,9 @@ export function registerStoreCommands(program: Command): void {
         const pool = createPool({ url: where.url, max: 2 });
         try {
           const ran = await migratePostgres(pool, splitSchema(where.url).schema);
-          await new ReadingPartitions(pool, null).maintain(Date.now());
-          process.stdout.write(ran.length > 0 ? `applied ${ran.join(", ")}\n` : "up to date\n");
+          const partitions = new ReadingPartitions(pool, { interval: flags.partitionInterval, change: true });
+          await partitions.prepare();
+          process.stdout.write(`${ran.length > 0 ? `applied ${ran.join(", ")}` : "up to date"}\nreadings partitioned by ${partitions.interval}\n`);
         } finally {
           await pool.end();
         }

@@ -31,6 +31,7 @@ import { openStore } from "./store/index.js";
 import { StreamHub, type StreamHubOptions } from "./services/stream/hub.js";
 import { StreamPublisher } from "./services/stream/publisher.js";
 import type { PostgresStore } from "./store/postgres/index.js";
+import type { PartitionInterval } from "./store/postgres/partition-ranges.js";
 import type { Store } from "./store/types.js";
 import { StoreHealth } from "./services/store-health.js";
 import type { OutboundPolicyOptions } from "./services/outbound-policy.js";
@@ -48,6 +49,8 @@ export interface ServerOptions {
   db?: string;
   /** PostgreSQL: readings older than this (ms) are dropped, a month's partition at a time. */
   retentionMs?: number;
+  /** PostgreSQL: the readings partitions' interval; default the database's (month for a new one). */
+  partitionInterval?: PartitionInterval;
   /** How long idempotency keys are remembered, ms (at least 1 h). Default 7 days. */
   keyRetentionMs?: number;
   /**
@@ -171,6 +174,7 @@ export class BlockkitServer {
             o.store ??
             (await openStore(o.db ?? `sqlite:${o.dataDir ?? "./data"}`, {
               retentionMs: o.retentionMs ?? null,
+              partitionInterval: o.partitionInterval,
               onError: (err) => log.error({ err, module: "srv:store" }, "the ingest thread failed: block events are refused until restart"),
               warn: (message) => log.warn({ module: "srv:store" }, message),
             }));

@@ -9,7 +9,7 @@ import type { Database } from "better-sqlite3";
 import type pg from "pg";
 import { createPool, splitSchema } from "./postgres/db.js";
 import { migratePostgres } from "./postgres/index.js";
-import { createPartitionSql, monthIndex } from "./postgres/partitions.js";
+import { coverTimestamps, listPartitions } from "./postgres/partitions.js";
 
 export const DUMP_HEADER = { blockkit_dump: 1 };
 
@@ -91,7 +91,7 @@ export async function importIntoPostgres(url: string, lines: AsyncIterable<strin
       await c.query("BEGIN");
       const users = await c.query<{ n: number }>("SELECT count(*) AS n FROM users");
       if ((users.rows[0] as { n: number }).n > 0) throw new Error("the target store is not empty: import only into a new database (or schema)");
-      const months = new Set<number>();
+      let months: (readonly [number, number])[] = [];
       let table = "";
       let rows: Record<string, unknown>[] = [];
       let rulesSeq = 0;
@@ -99,11 +99,11 @@ export async function importIntoPostgres(url: string, lines: AsyncIterable<strin
         if (rows.length === 0) return;
         if (table === "readings") {
           for (const r of rows) {
-            const m = monthIndex(r.ts as number);
-            if (!months.has(m)) {
-              await c.query(createPartitionSql(m));
-              months.add(m);
-            }
+            const ts = r.ts as number;
+            if (months.some(([from, to]) => ts >= from && ts < to)) continue;
+            // Monthly partitions for the past, fitted between those the target already has.
+            await coverTimestamps(c, [ts], "month", Date.now());
+            months = (await listPartitions(c)).map((p) => p.range);
           }
         }
         await insert(c, table, rows);

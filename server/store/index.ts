@@ -8,14 +8,17 @@
  */
 import { unavailable } from "../errors.js";
 import { openSqliteStore } from "./sqlite/index.js";
+import type { PartitionInterval } from "./postgres/partition-ranges.js";
 import type { Store } from "./types.js";
 import { parseStoreUrl } from "./url.js";
 
 export { parseStoreUrl, type StoreLocation } from "./url.js";
 
 export interface OpenStoreOptions {
-  /** PostgreSQL: readings older than this are dropped (a month's partition at a time). */
+  /** PostgreSQL: readings older than this are dropped (a partition at a time). */
   retentionMs?: number | null;
+  /** PostgreSQL: the interval of the readings partitions (day, week or month); default the database's. */
+  partitionInterval?: PartitionInterval;
   /** PostgreSQL: connections in the pool. */
   poolSize?: number;
   /** SQLite: commit block events on the ingest thread (default true for a file). */
@@ -33,7 +36,7 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
   const where = parseStoreUrl(url);
   if (where.kind === "postgres") {
     const { openPostgresStore } = await import("./postgres/index.js");
-    return openPostgresStore({ url: where.url, retentionMs: options.retentionMs, poolSize: options.poolSize });
+    return openPostgresStore({ url: where.url, retentionMs: options.retentionMs, partitionInterval: options.partitionInterval, poolSize: options.poolSize });
   }
   const store = openSqliteStore({ dataDir: where.dir, ingestThread: options.ingestThread, onError: options.onError, create: options.create, warn: options.warn });
   if (store.ingestThread) {

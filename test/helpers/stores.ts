@@ -45,5 +45,21 @@ export const postgresStore: StoreUnderTest = {
   },
 };
 
+/** PostgreSQL with daily readings partitions (the shared suite's history folds across them). */
+export const postgresDayStore: StoreUnderTest = {
+  name: "postgres, daily partitions",
+  async open() {
+    const { url, drop } = pgSchemaUrl();
+    const store = await openStore(url, { poolSize: 4, partitionInterval: "day" });
+    return {
+      store,
+      dispose: async () => {
+        await store.close();
+        await drop();
+      },
+    };
+  },
+};
+
 /** Every implementation that can run here (PostgreSQL only when reachable: see pg.ts). */
 export const STORES: StoreUnderTest[] = PG_AVAILABLE ? [sqliteStore, postgresStore] : [sqliteStore];

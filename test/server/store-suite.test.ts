@@ -8,12 +8,14 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FoldFn, bucketStart, parseInterval } from "../../protocol/history.js";
 import type { IngestEvent, Store, TokenRow } from "../../server/store/types.js";
 import { dataEvent } from "../helpers/events.js";
-import { STORES } from "../helpers/stores.js";
+import { PG_AVAILABLE } from "../helpers/pg.js";
+import { STORES, postgresDayStore } from "../helpers/stores.js";
 
 const NODE = "SUITENODE0001";
 const T0 = Date.UTC(2024, 0, 31, 23, 59, 30);
 
-describe.each(STORES)("store: $name", (impl) => {
+// The PostgreSQL store once more with daily partitions: the same answers whatever the interval.
+describe.each(PG_AVAILABLE ? [...STORES, postgresDayStore] : STORES)("store: $name", (impl) => {
   let store: Store;
   let dispose: () => Promise<void>;
   let userId: number;
@@ -147,7 +149,8 @@ describe.each(STORES)("store: $name", (impl) => {
     expect(await store.devices.list(userId)).toEqual([]);
   });
 
-  it("history: every fold over fixed, month and year buckets in UTC, as the reference fold", async () => {
+  /** Every fold over fixed, month and year buckets of readings in [end - span, end], against the reference fold; `edge` a bucket edge to probe. */
+  const foldsMatch = async (end: number, span: number, edge: number): Promise<void> => {
     const rnd = (() => {
       let a = 7;
       return () => {
@@ -155,18 +158,17 @@ describe.each(STORES)("store: $name", (impl) => {
         return a / 2 ** 31;
       };
     })();
-    const span = 800 * 86_400_000;
     const events: IngestEvent[] = [];
     for (let i = 0; i < 300; i++) {
-      const ts = T0 - Math.floor(rnd() * span);
+      const ts = end - Math.floor(rnd() * span);
       const v = Math.round((rnd() * 60 - 20) * 100) / 100;
       events.push(ev("0", String(v), { num: v, ts }));
     }
-    events.push(ev("0", "open", { num: null, ts: T0 - 5 }));
-    events.push(ev("0", "5", { num: 5, ts: Date.UTC(2024, 0, 1) }), ev("0", "6", { num: 6, ts: Date.UTC(2023, 11, 31, 23, 59, 59, 999) }));
+    events.push(ev("0", "open", { num: null, ts: end - 5 }));
+    events.push(ev("0", "5", { num: 5, ts: edge }), ev("0", "6", { num: 6, ts: edge - 1 }));
     const [first] = await store.events.commit(events);
     const id = first?.deviceId ?? -1;
-    const from = T0 - span;
+    const from = end - span;
     const fold = (fn: FoldFn, xs: number[], count: number): number => {
       const n = xs.length;
       const sum = xs.reduce((a, b) => a + b, 0);
@@ -185,7 +187,7 @@ describe.each(STORES)("store: $name", (impl) => {
       for (const fn of ["mean", "sum", "min", "max", "stddev", "ss", "count"] as const) {
         const buckets = new Map<number, { xs: number[]; count: number }>();
         for (const e of events) {
-          if (e.ts < from || e.ts > T0) continue;
+          if (e.ts < from || e.ts > end) continue;
           if (fn !== "count" && e.num === null) continue;
           const b = bucketStart(e.ts, interval);
           const entry = buckets.get(b) ?? { xs: [], count: 0 };
@@ -194,11 +196,20 @@ describe.each(STORES)("store: $name", (impl) => {
           buckets.set(b, entry);
         }
         const expected = [...buckets.entries()].sort((a, b) => a[0] - b[0]).map(([t, x]) => ({ t, v: fold(fn, x.xs, x.count) }));
-        const got = await store.history.query(id, { from, to: T0, interval, fn });
+        const got = await store.history.query(id, { from, to: end, interval, fn });
         expect(got.map((p) => p.t), `${text} ${fn}`).toEqual(expected.map((p) => p.t));
         got.forEach((p, i) => expect(p.v as number, `${text} ${fn} #${i}`).toBeCloseTo(expected[i]?.v as number, 6));
       }
     }
+  };
+
+  it("history: every fold over fixed, month and year buckets in UTC, as the reference fold", async () => {
+    await foldsMatch(T0, 800 * 86_400_000, Date.UTC(2024, 0, 1));
+  });
+
+  it("history: the same folds over the partitions made ahead (this week's days: daily partitions on PostgreSQL by day)", async () => {
+    const today = Math.floor(Date.now() / 86_400_000) * 86_400_000;
+    await foldsMatch(today + 6 * 86_400_000, 6 * 86_400_000, today + 86_400_000);
   });
 
   it("commands: add, pending in order, remove, expire", async () => {

@@ -2,7 +2,7 @@
  * The PostgreSQL store: several server instances on one database. A pg Pool with named (prepared)
  * statements, `synchronous_commit = on` on every connection (a commit is acknowledged once it is
  * durable), versioned migrations applied at open under an advisory lock, readings partitioned by
- * month (partitions.ts), block events in group commit (events.ts).
+ * day, week or month (partitions.ts), block events in group commit (events.ts).
  */
 import type pg from "pg";
 import { unavailable } from "../../errors.js";
@@ -15,6 +15,7 @@ import { PgEvents } from "./events.js";
 import { historyRepo } from "./history.js";
 import { outboxRepo, ruleEvalsRepo, ruleJobsRepo } from "./leases.js";
 import { PG_MIGRATIONS, type PgMigration } from "./migrations.js";
+import type { PartitionInterval } from "./partition-ranges.js";
 import { ReadingPartitions } from "./partitions.js";
 
 export interface PostgresStoreOptions {
@@ -22,8 +23,10 @@ export interface PostgresStoreOptions {
   url: string;
   /** Connections in the pool. Default 10. */
   poolSize?: number;
-  /** Readings older than this are dropped, a month's partition at a time. Default: kept forever. */
+  /** Readings older than this are dropped, a partition at a time. Default: kept forever. */
   retentionMs?: number | null;
+  /** The readings partitions' interval asked for; a database made with another one refuses it. Default: the database's. */
+  partitionInterval?: PartitionInterval;
 }
 
 export type PostgresStore = Store & { pool: pg.Pool; partitions: ReadingPartitions; eventsStats: PgEvents["stats"] };
@@ -60,7 +63,7 @@ export async function migratePostgres(pool: pg.Pool, schema: string | null, migr
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<PostgresStore> {
   const { schema } = splitSchema(options.url);
   const pool = createPool({ url: options.url, max: options.poolSize });
-  const partitions = new ReadingPartitions(pool, options.retentionMs ?? null);
+  const partitions = new ReadingPartitions(pool, { retentionMs: options.retentionMs ?? null, interval: options.partitionInterval });
   try {
     await migratePostgres(pool, schema);
     await partitions.start();

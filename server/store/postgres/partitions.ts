@@ -1,45 +1,90 @@
 /**
- * Monthly range partitions of `readings` (on `ts`, epoch ms, UTC months). The server creates the
- * current month's and the next two months' partitions at start and every hour, and a batch whose
- * readings fall in a month without one creates it first (a reading from 1970 or 2090 is kept, in a
- * partition of its own). With a retention, partitions that end before `now - retention` are
- * dropped whole, which costs a catalogue change instead of a DELETE of their rows.
+ * Range partitions of `readings` (on `ts`, epoch ms, UTC) by day, week (from Monday) or calendar
+ * month. The interval is the database's, recorded in `server_keys` when its first partitions are
+ * made (month for a database made before the option existed); a server started with another one is
+ * refused, and `blockkit migrate --partition-interval` changes it for the whole cluster. The server
+ * creates the current bucket's partition and the next ones (partition-ranges.ts AHEAD) at start and
+ * every hour; a batch whose readings fall where no partition is creates one first. A partition only
+ * ever fills a gap between the ones that exist, so intervals never overlap: after a change the
+ * partitions already made stay, empty future ones of the old interval are replaced, and the new
+ * interval starts where the old partitions end. Readings from before the current bucket (a
+ * gateway's replay, a reading from 2001) go into gaps of at most a calendar month, so stray old
+ * timestamps cannot make a partition per day. With a retention, partitions that end before
+ * `now - retention` are dropped whole: a catalogue change instead of a DELETE of their rows.
  */
 import type pg from "pg";
-import { utcMonthStart } from "../../../protocol/history.js";
 import { q, tx } from "./db.js";
+import { type PartitionInterval, type Range, aheadOf, bucketOf, gaps, isPartitionInterval, parseBound, partitionName } from "./partition-ranges.js";
 
 const LOCK = "blockkit:readings-partitions";
-const AHEAD_MONTHS = 2;
+const INTERVAL_KEY = "readings_partition_interval";
+const DAY = 86_400_000;
+/** Readings are refused more than 5 minutes ahead: a partition starting later is empty unless made by hand. */
+const FUTURE_MS = 10 * 60_000;
 
-export const monthIndex = (ts: number): number => {
-  const d = new Date(ts);
-  return d.getUTCFullYear() * 12 + d.getUTCMonth();
-};
-export const monthBounds = (m: number): [number, number] => [utcMonthStart(Math.floor(m / 12), m % 12), utcMonthStart(Math.floor((m + 1) / 12), (m + 1) % 12)];
-export const partitionName = (m: number): string => `readings_p${String(Math.floor(m / 12)).padStart(4, "0")}${String((m % 12) + 1).padStart(2, "0")}`;
-const PARTITION = /^readings_p(\d{4,})(\d{2})$/;
+export interface PartitionOptions {
+  /** Readings older than this are dropped, a partition at a time. Default: kept. */
+  retentionMs?: number | null;
+  /** The interval asked for (`--partition-interval`); none: the database's. */
+  interval?: PartitionInterval;
+  /** Make `interval` the database's (`blockkit migrate`); otherwise a different one is refused. */
+  change?: boolean;
+}
 
-/** The statement that creates month `m`'s partition when it is missing. */
-export const createPartitionSql = (m: number): string => {
-  const [from, to] = monthBounds(m);
-  return `CREATE TABLE IF NOT EXISTS ${partitionName(m)} PARTITION OF readings FOR VALUES FROM (${from}) TO (${to})`;
-};
+/** Lists the partitions of `readings` with their bounds (in the connection's search path). */
+export async function listPartitions(c: pg.Pool | pg.PoolClient): Promise<{ name: string; range: Range }[]> {
+  const rows = await q<{ name: string; bound: string }>(
+    c,
+    `SELECT c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bound FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+     WHERE i.inhparent = 'readings'::regclass`,
+  );
+  return rows.flatMap((r) => {
+    const range = parseBound(r.bound);
+    return range ? [{ name: r.name, range }] : [];
+  });
+}
+
+/**
+ * Creates partitions covering the given timestamps where none does, inside the caller's transaction
+ * (which holds the lock): `interval` buckets from `now`'s bucket on, month buckets before it.
+ */
+export async function coverTimestamps(c: pg.PoolClient, timestamps: Iterable<number>, interval: PartitionInterval, now: number): Promise<number> {
+  const have = (await listPartitions(c)).map((p) => p.range);
+  const current = bucketOf(interval, now)[0];
+  let made = 0;
+  for (const ts of timestamps) {
+    if (have.some(([from, to]) => ts >= from && ts < to)) continue;
+    for (const gap of gaps(bucketOf(ts >= current ? interval : "month", ts), have)) {
+      await c.query(`CREATE TABLE ${partitionName(gap)} PARTITION OF readings FOR VALUES FROM (${gap[0]}) TO (${gap[1]})`);
+      have.push(gap);
+      made++;
+    }
+  }
+  return made;
+}
 
 export class ReadingPartitions {
-  private readonly known = new Set<number>();
+  /** The days that the partitions known to exist wholly cover (the hot path's check). */
+  private readonly covered = new Set<number>();
   private timer: NodeJS.Timeout | undefined;
+  /** The database's interval, known after start(). */
+  interval: PartitionInterval = "month";
   /** Counters for tests and /metrics. */
   readonly stats = { created: 0, dropped: 0 };
 
   constructor(
     private readonly pool: pg.Pool,
-    private readonly retentionMs: number | null,
+    private readonly options: PartitionOptions = {},
   ) {}
 
-  async start(now = Date.now()): Promise<void> {
-    await this.load();
+  /** Settles the database's interval and makes the partitions ahead (`blockkit migrate` stops there). */
+  async prepare(now = Date.now()): Promise<void> {
+    await this.settle();
     await this.maintain(now);
+  }
+
+  async start(now = Date.now()): Promise<void> {
+    await this.prepare(now);
     this.timer = setInterval(() => {
       this.maintain(Date.now()).catch(() => undefined); // PostgreSQL away: the next hour tries again
     }, 3_600_000);
@@ -50,60 +95,92 @@ export class ReadingPartitions {
     if (this.timer) clearInterval(this.timer);
   }
 
-  /** Creates the partitions ahead and drops the expired ones. */
+  /** Creates the partitions ahead (replacing empty future ones of another interval) and drops the expired ones. */
   async maintain(now: number): Promise<void> {
-    const current = monthIndex(now);
-    await this.ensure(Array.from({ length: AHEAD_MONTHS + 1 }, (_, i) => current + i));
-    if (this.retentionMs !== null) await this.dropBefore(now - this.retentionMs);
+    const ahead = aheadOf(this.interval, now);
+    await this.locked(async (c) => {
+      for (const p of await listPartitions(c)) {
+        const [from, to] = p.range;
+        if (from <= now + FUTURE_MS) continue;
+        const b = bucketOf(this.interval, from);
+        if (b[0] === from && b[1] === to) continue;
+        const empty = (await c.query(`SELECT NOT EXISTS (SELECT 1 FROM ${p.name}) AS empty`)).rows[0] as { empty: boolean };
+        if (empty.empty) await c.query(`DROP TABLE ${p.name}`);
+      }
+      this.stats.created += await coverTimestamps(c, ahead.map(([from]) => from), this.interval, now);
+    });
+    if (this.options.retentionMs != null) await this.dropBefore(now - this.options.retentionMs);
   }
 
-  /** Makes sure the months of these timestamps have partitions (before a batch inserts into them). */
+  /** Makes sure these timestamps have partitions (before a batch inserts into them). */
   async ensureFor(timestamps: Iterable<number>): Promise<void> {
-    const missing = new Set<number>();
+    const missing = new Map<number, number>();
     for (const ts of timestamps) {
-      const m = monthIndex(ts);
-      if (!this.known.has(m)) missing.add(m);
+      const day = Math.floor(ts / DAY);
+      if (!this.covered.has(day) && !missing.has(day)) missing.set(day, ts);
     }
-    if (missing.size > 0) await this.ensure([...missing]);
+    if (missing.size === 0) return;
+    await this.locked(async (c) => {
+      this.stats.created += await coverTimestamps(c, missing.values(), this.interval, Date.now());
+    });
   }
 
-  /** Drops every partition whose months end at or before `before`; returns how many. */
+  /** Drops every partition that ends at or before `before`; returns how many. */
   async dropBefore(before: number): Promise<number> {
-    await this.load();
-    const old = [...this.known].filter((m) => monthBounds(m)[1] <= before);
-    if (old.length === 0) return 0;
-    await tx(this.pool, async (c) => {
-      await c.query("SELECT pg_advisory_xact_lock(hashtext($1))", [LOCK]);
-      for (const m of old) await c.query(`DROP TABLE IF EXISTS ${partitionName(m)}`);
+    let dropped = 0;
+    await this.locked(async (c) => {
+      for (const p of await listPartitions(c)) {
+        if (p.range[1] > before) continue;
+        await c.query(`DROP TABLE IF EXISTS ${p.name}`);
+        dropped++;
+      }
     });
-    for (const m of old) this.known.delete(m);
-    this.stats.dropped += old.length;
-    return old.length;
+    this.stats.dropped += dropped;
+    return dropped;
   }
 
-  private async ensure(months: number[]): Promise<void> {
-    const missing = months.filter((m) => !this.known.has(m));
-    if (missing.length === 0) return;
+  /** Reads (on a new database: records) the database's interval; refuses or records a different one. */
+  private async settle(): Promise<void> {
+    const asked = this.options.interval;
     await tx(this.pool, async (c) => {
-      // One creator at a time across instances; IF NOT EXISTS covers a partition made meanwhile.
       await c.query("SELECT pg_advisory_xact_lock(hashtext($1))", [LOCK]);
-      for (const m of missing) await c.query(createPartitionSql(m));
+      const row = (await c.query<{ value: string }>("SELECT value FROM server_keys WHERE name = $1", [INTERVAL_KEY])).rows[0];
+      let current: PartitionInterval;
+      if (row) {
+        if (!isPartitionInterval(row.value)) throw new Error(`server_keys ${INTERVAL_KEY} is "${row.value}": not day, week or month`);
+        current = row.value;
+      } else {
+        // A database whose partitions were made before the interval was recorded has monthly ones.
+        const old = await c.query("SELECT 1 FROM pg_inherits WHERE inhparent = 'readings'::regclass LIMIT 1");
+        current = (old.rowCount ?? 0) > 0 ? "month" : (asked ?? "month");
+      }
+      if (asked !== undefined && asked !== current && !this.options.change) {
+        throw new Error(
+          `the readings of this database are partitioned by ${current}; this server was started with --partition-interval ${asked}. ` +
+            `Start it with --partition-interval ${current} (or without the option), or change the database's interval first: blockkit migrate --db URL --partition-interval ${asked}`,
+        );
+      }
+      if (asked !== undefined && this.options.change) current = asked;
+      await c.query(
+        "INSERT INTO server_keys (name, value, created) VALUES ($1, $2, $3) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+        [INTERVAL_KEY, current, Date.now()],
+      );
+      this.interval = current;
     });
-    for (const m of missing) this.known.add(m);
-    this.stats.created += missing.length;
   }
 
-  /** Reads the partitions that exist (another instance may have made or dropped some). */
-  private async load(): Promise<void> {
-    const rows = await q<{ name: string }>(
-      this.pool,
-      `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-       WHERE i.inhparent = 'readings'::regclass`,
-    );
-    this.known.clear();
-    for (const r of rows) {
-      const m = PARTITION.exec(r.name);
-      if (m) this.known.add(Number(m[1]) * 12 + Number(m[2]) - 1);
-    }
+  /** Runs `fn` in a transaction holding the partitions lock (one maker at a time across instances), then rereads what exists. */
+  private async locked(fn: (c: pg.PoolClient) => Promise<void>): Promise<void> {
+    const ranges = await tx(this.pool, async (c) => {
+      await c.query("SELECT pg_advisory_xact_lock(hashtext($1))", [LOCK]);
+      await fn(c);
+      return (await listPartitions(c)).map((p) => p.range);
+    });
+    this.remember(ranges); // once committed: a rolled-back creation is not taken as made
+  }
+
+  private remember(ranges: Range[]): void {
+    this.covered.clear();
+    for (const [from, to] of ranges) for (let d = Math.ceil(from / DAY); (d + 1) * DAY <= to; d++) this.covered.add(d);
   }
 }
