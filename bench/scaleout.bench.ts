@@ -7,33 +7,34 @@
  *    BENCH_POLLS (default 10,000) polls held over two instances, renewed as blocks renew them;
  *  - wal: WAL pages one SQLite ingest commit writes (keys, block touches), in this process;
  *  - fleet: `blockkit sim` with N blocks × 1 reading/s against one SQLite server, two and three
- *    instances on PostgreSQL (BENCH_FLEET, e.g. "sqlite:20000,pg2:10000,pg3:10000"): acknowledged
- *    against offered, ack p50/p99, the CPU of every process (simulator processes, each server,
- *    PostgreSQL) and the servers' commit times over the measured window.
+ *    instances on PostgreSQL (BENCH_FLEET, e.g. "sqlite:10000,pg2:10000,pg3:10000"; "@base" runs
+ *    the servers of the build at BENCH_BASE): acknowledged against offered, ack p50/p99, the CPU of
+ *    every process (simulator processes, each server, PostgreSQL) and the servers' commit times
+ *    over the measured window (bench/fleet.ts);
+ *  - search: the largest fleet each setup keeps up with (BENCH_SEARCH_SETUPS, bench/fleet.ts).
  * Needs the PostgreSQL of the tests (BLOCKKIT_TEST_PG / DATABASE_URL / 127.0.0.1:5432 db test);
  * each run uses a schema of its own, dropped afterwards.
  */
-import { type ChildProcess, fork, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { type ChildProcess, fork } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
-import pg from "pg";
+import { fleetPart, searchPart } from "./fleet.js";
+import { pgSchema } from "./fixtures/pg-schema.js";
+import { cpuTimeMs as cpuMs } from "./fixtures/proc-stats.js";
 import { type Proc, startServer } from "./fixtures/procs.js";
 import { figure, machine, percentile } from "./lib.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const LATENCY_SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
 const ADMIN = "bench-admin-token-scaleout-01";
-const PG_URL = process.env.BLOCKKIT_TEST_PG ?? process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const nodeId = (i: number): string => `SCALE${String(i).padStart(8, "0")}`;
 const PARTS = (process.env.BENCH_SCALEOUT ?? "ingest,polls").split(",");
 const POLLS = Number(process.env.BENCH_POLLS ?? 10_000);
 const POLL_SAMPLES = Number(process.env.BENCH_POLL_SAMPLES ?? 300);
 const HOLD_S = 30;
 const FLEET = (process.env.BENCH_FLEET ?? "sqlite:10000,pg2:10000").split(",").filter(Boolean);
-const FLEET_SECONDS = Number(process.env.BENCH_FLEET_SECONDS ?? 15);
-const root = join(import.meta.dirname, "..");
 
 async function json(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<unknown> {
   const res = await fetch(url, { ...init, headers: { "content-type": "application/json", ...init.headers } });
@@ -76,23 +77,6 @@ async function rps(servers: Proc[], nodes: string[], tokens: string[]): Promise<
   return {
     rps: results.reduce((a, r) => a + r.requests.average, 0),
     errors: results.reduce((a, r) => a + r.errors + r.timeouts + r.non2xx, 0),
-  };
-}
-
-/** A schema of its own on the tests' PostgreSQL, dropped by `drop()`. */
-function pgSchema(tag: string): { url: string; schema: string; drop: () => Promise<void> } {
-  const schema = `bk_bench_${tag}_${process.pid}`;
-  const u = new URL(PG_URL);
-  u.searchParams.set("schema", schema);
-  return {
-    url: u.toString(),
-    schema,
-    async drop() {
-      const c = new pg.Client({ connectionString: PG_URL });
-      await c.connect();
-      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await c.end();
-    },
   };
 }
 
@@ -187,16 +171,6 @@ async function untilHeld(port: number, n: number, ms: number): Promise<void> {
   }
 }
 
-/** CPU time of a process so far, ms (Linux /proc; NaN when it is gone). */
-function cpuMs(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return Number.NaN;
-  }
-}
-
 /** 10,000 polls held over two instances (half each, renewed as blocks do), PUT on A -> poll on B. */
 async function pollsPart(dir: string): Promise<void> {
   const db = pgSchema("polls");
@@ -256,252 +230,6 @@ async function pollsPart(dir: string): Promise<void> {
     for (const c of clients) c.kill();
     for (const proc of procs) await proc.stop().catch(() => undefined);
     await db.drop();
-  }
-}
-
-/** Every descendant of a process (Linux /proc): the simulator's worker processes. */
-function descendants(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const d of readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const ppid = Number(readFileSync(`/proc/${d}/stat`, "utf8").split(") ")[1]?.split(" ")[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(d)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const out: number[] = [];
-  const walk = (p: number): void => {
-    for (const c of children.get(p) ?? []) {
-      out.push(c);
-      walk(c);
-    }
-  };
-  walk(pid);
-  return out;
-}
-
-/** PostgreSQL's processes (every backend, the WAL writer, the checkpointer): comm "postgres". */
-function postgresPids(): number[] {
-  return readdirSync("/proc")
-    .filter((d) => /^\d+$/.test(d))
-    .filter((d) => {
-      try {
-        return readFileSync(`/proc/${d}/comm`, "utf8").trim() === "postgres";
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
-
-/**
- * Per thread of a process (Linux /proc/PID/task/TID/schedstat): ms on a CPU and ms runnable but
- * waiting for one; `ingest`: the SQLite ingest thread (the one that lowered its priority).
- */
-function threads(pid: number): { main: [number, number]; ingest: [number, number] | null; others: [number, number] } {
-  const out = { main: [0, 0] as [number, number], ingest: null as [number, number] | null, others: [0, 0] as [number, number] };
-  try {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      const [run = 0, wait = 0] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ").map((v) => Number(v) / 1e6);
-      const nice = Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8").split(") ")[1]?.split(" ")[16]);
-      if (Number(tid) === pid) out.main = [run, wait];
-      else if (nice > 0) out.ingest = [run, wait];
-      else out.others = [out.others[0] + run, out.others[1] + wait];
-    }
-  } catch {
-    // gone
-  }
-  return out;
-}
-
-interface Commits {
-  sum: number;
-  count: number;
-  events: number;
-  buckets: Map<string, number>;
-}
-
-/** The server's commit histogram; empty figures when it cannot be read (a server at its connection cap refuses). */
-async function commits(port: number): Promise<Commits> {
-  const text = await fetch(`http://127.0.0.1:${port}/metrics`).then(
-    (r) => r.text(),
-    () => "",
-  );
-  const num = (re: RegExp): number => Number(re.exec(text)?.[1] ?? Number.NaN);
-  const buckets = new Map<string, number>();
-  for (const m of text.matchAll(/^blockkit_ingest_commit_seconds_bucket\{le="([^"]+)"\} (\S+)$/gm)) buckets.set(m[1] as string, Number(m[2]));
-  return {
-    sum: num(/^blockkit_ingest_commit_seconds_sum (\S+)$/m),
-    count: num(/^blockkit_ingest_commit_seconds_count (\S+)$/m),
-    events: num(/^blockkit_ingest_events_total (\S+)$/m),
-    buckets,
-  };
-}
-
-/** Mean commit ms, events per commit and the bucket bound under which 90 % of the window's commits fell. */
-function commitFigures(a: Commits, b: Commits): { meanMs: number; perBatch: number; p90: string } {
-  const n = b.count - a.count;
-  let p90 = "?";
-  for (const [le, v] of b.buckets) {
-    if (v - (a.buckets.get(le) ?? 0) >= 0.9 * n) {
-      p90 = le === "+Inf" ? "> 2.5 s" : `≤ ${Number(le) * 1000} ms`;
-      break;
-    }
-  }
-  return { meanMs: (1000 * (b.sum - a.sum)) / n, perBatch: (b.events - a.events) / n, p90 };
-}
-
-/**
- * `blockkit sim` (the built CLI, its own processes: --workers) with N blocks × 1 reading/s against
- * one SQLite server ("sqlite:N") or K instances on one PostgreSQL schema ("pgK:N"; blocks round
- * robin over them). CPU of every process over the measured window, which the simulator's
- * progress lines mark.
- */
-async function fleetPart(dir: string, spec: string): Promise<void> {
-  const [kind = "", count = "", workersArg] = spec.split(":");
-  const blocks = Number(count);
-  const workers = Number(workersArg ?? process.env.BENCH_FLEET_WORKERS ?? 2);
-  const instances = kind === "sqlite" ? 1 : Number(/^pg(\d+)$/.exec(kind)?.[1]);
-  if (!(blocks > 0) || !(instances > 0)) throw new Error(`BENCH_FLEET: "${spec}" is not sqlite:N or pgK:N[:workers]`);
-  const db = kind === "sqlite" ? null : pgSchema(`fleet${instances}`);
-  const servers: Proc[] = [];
-  let sim: ChildProcess | undefined;
-  try {
-    for (let i = 0; i < instances; i++) {
-      servers.push(await startServer(join(dir, `fleet-${kind}-${i}`), ADMIN, db ? ["--db", db.url] : []));
-    }
-    const scenarioFile = join(dir, `fleet-${spec.replaceAll(":", "-")}.json`);
-    const reportFile = `${scenarioFile}.report.json`;
-    writeFileSync(
-      scenarioFile,
-      JSON.stringify({
-        name: `fleet-${spec}`,
-        seed: 7,
-        blocks: { count: blocks, node_id: "FLEET{seed}N{index:8}" },
-        devices: [{ type: "temperature", rate: 1 }],
-        ramp_up: { blocks_per_s: 2000, max_pending: 500 },
-        warmup_s: Math.max(5, Math.round(blocks / 1000)),
-        duration_s: FLEET_SECONDS,
-        commands: { rate: 0 },
-        callbacks: { devices: 0 },
-      }),
-    );
-    const args = ["dist/cli/index.js", "sim", "--token", ADMIN, "--scenario", scenarioFile, "--headless", "--progress", "1", "--report", reportFile, "--workers", String(workers), "--drain", "5"];
-    for (const s of servers) args.push("--server", `http://127.0.0.1:${s.port}`);
-    const child = spawn(process.execPath, args, { cwd: root, stdio: ["ignore", "ignore", "pipe"] });
-    sim = child;
-    const serverPids = servers.map((s) => s.child.pid as number);
-    type Snap = { at: number; sim: Map<number, number>; servers: number[]; threads: ReturnType<typeof threads>[]; pg: number; commits: Commits[] };
-    const snap = async (): Promise<Snap> => {
-      const at = performance.now();
-      const simCpu = new Map<number, number>();
-      for (const pid of [child.pid as number, ...descendants(child.pid as number)]) simCpu.set(pid, cpuMs(pid));
-      return {
-        at,
-        sim: simCpu,
-        servers: serverPids.map(cpuMs),
-        threads: serverPids.map(threads),
-        pg: postgresPids().reduce((t, pid) => t + (cpuMs(pid) || 0), 0),
-        commits: await Promise.all(servers.map((s) => commits(s.port))),
-      };
-    };
-    let from: Promise<Snap> | null = null;
-    let to: Promise<Snap> | null = null;
-    let ended = false;
-    let last = "";
-    child.stderr?.setEncoding("utf8");
-    let buf = "";
-    child.stderr?.on("data", (d: string) => {
-      buf += d;
-      for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        if (!line.startsWith("[")) {
-          if (/error|warn/i.test(line)) process.stderr.write(`  sim: ${line}\n`);
-          continue;
-        }
-        last = line;
-        const running = /^\[\d/.test(line);
-        // The window's end: the first line after it, or (a run that drains at once and exits) its last line.
-        if (running && from === null) from = snap();
-        else if (running && !ended) to = snap();
-        else if (!running && from !== null && !ended) {
-          ended = true;
-          to = snap();
-        }
-      }
-    });
-    const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
-    sim = undefined;
-    if (from === null || to === null) throw new Error(`the simulator (exit ${code}) never reached its measured window: ${last}`);
-    const f = await (from as Promise<Snap>);
-    const t = await (to as Promise<Snap>);
-    const wall = t.at - f.at;
-    const pct = (a: number, b: number): number => (100 * (b - a)) / wall;
-    const report = JSON.parse(readFileSync(reportFile, "utf8")) as {
-      duration_s: number;
-      events_per_s: number;
-      blocks: { activated: number };
-      counts: { errors: number };
-      errors_by_kind: Record<string, number>;
-      latency_ms: { ingest: { p50: number | null; p99: number | null } };
-      simulator: { bottleneck: string; reason: string };
-    };
-    process.stdout.write(`\nfleet: ${blocks} blocks × 1 reading/s, simulator --workers ${workers}, against ${kind === "sqlite" ? "one SQLite server" : `${instances} instances on PostgreSQL`} (measured ${report.duration_s} s):\n`);
-    figure("  blocks activated", report.blocks.activated, `of ${blocks}`);
-    figure("  acknowledged", report.events_per_s, "events/s", { name: "offered", value: blocks });
-    figure("  ingest ack p50", report.latency_ms.ingest.p50 ?? Number.NaN, "ms");
-    figure("  ingest ack p99", report.latency_ms.ingest.p99 ?? Number.NaN, "ms");
-    figure("  errors", report.counts.errors, Object.entries(report.errors_by_kind).map(([k, v]) => `${k} ${v}`).join(", "));
-    const simPids = [...f.sim.keys()].filter((pid) => t.sim.has(pid) && !Number.isNaN(t.sim.get(pid) as number));
-    const simTotal = simPids.reduce((s, pid) => s + pct(f.sim.get(pid) as number, t.sim.get(pid) as number), 0);
-    const each = simPids.map((pid) => pct(f.sim.get(pid) as number, t.sim.get(pid) as number)).filter((v) => v >= 1);
-    figure("  simulator CPU, all processes", simTotal, `% of one core (${each.map((v) => `${Math.round(v)} %`).join(" + ")})`);
-    servers.forEach((_s, i) => {
-      const c = commitFigures(f.commits[i] as Commits, t.commits[i] as Commits);
-      figure(`  server ${i + 1} CPU`, pct(f.servers[i] as number, t.servers[i] as number), `% of one core; commits: mean ${c.meanMs.toFixed(1)} ms, 90 % ${c.p90}, ${c.perBatch.toFixed(0)} events each`);
-      // Where the server's threads spent the window: on a CPU, or runnable and waiting for one.
-      const a = f.threads[i] as ReturnType<typeof threads>;
-      const b = t.threads[i] as ReturnType<typeof threads>;
-      const part = (name: string, x: [number, number] | null, y: [number, number] | null): string =>
-        x && y ? `${name} ${pct(x[0], y[0]).toFixed(0)} % on a CPU, ${pct(x[1], y[1]).toFixed(0)} % waiting for one` : "";
-      process.stdout.write(`    threads: ${[part("event loop", a.main, b.main), part("ingest thread", a.ingest, b.ingest), part("others", a.others, b.others)].filter(Boolean).join("; ")}\n`);
-    });
-    if (db) figure("  PostgreSQL CPU, all its processes", pct(f.pg, t.pg), "% of one core");
-    process.stdout.write(`  the simulator says: limited by ${report.simulator.bottleneck} (${report.simulator.reason})\n`);
-    if (db) {
-      // On-disk bytes per stored reading and per idempotency key (tables and their indexes), for the capacity model.
-      const c = new pg.Client({ connectionString: PG_URL });
-      await c.connect();
-      try {
-        const size = async (table: string): Promise<[number, number]> => {
-          const parts = await c.query<{ oid: string }>(
-            `SELECT c.oid::regclass::text AS oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-             WHERE n.nspname = $1 AND c.relkind = 'r' AND (c.relname = $2 OR c.relname LIKE $2 || '\\_%')`,
-            [db.schema, table],
-          );
-          let bytes = 0;
-          for (const r of parts.rows) bytes += Number((await c.query<{ b: string }>("SELECT pg_total_relation_size($1::regclass) AS b", [r.oid])).rows[0]?.b);
-          const rows = Number((await c.query<{ n: string }>(`SELECT count(*) AS n FROM ${db.schema}.${table}`)).rows[0]?.n);
-          return [bytes, rows];
-        };
-        const [rb, rn] = await size("readings");
-        const [kb, kn] = await size("event_keys");
-        figure("  PostgreSQL bytes per stored reading (heap + index)", rb / rn, `(${rn} readings)`);
-        figure("  PostgreSQL bytes per idempotency key (heap + indexes)", kb / kn, `(${kn} keys)`);
-      } finally {
-        await c.end();
-      }
-    }
-  } finally {
-    if (sim) {
-      sim.kill("SIGINT");
-      await new Promise((r) => sim?.once("exit", r));
-    }
-    for (const s of servers) await s.stop().catch(() => undefined);
-    await db?.drop();
   }
 }
 
@@ -565,7 +293,8 @@ async function main(): Promise<void> {
     if (PARTS.includes("wal")) await walPart(dir);
     if (PARTS.includes("ingest")) await ingestPart(dir);
     if (PARTS.includes("polls")) await pollsPart(dir);
-    if (PARTS.includes("fleet")) for (const spec of FLEET) await fleetPart(dir, spec);
+    if (PARTS.includes("fleet")) await fleetPart(dir, FLEET, ADMIN);
+    if (PARTS.includes("search")) await searchPart(dir, ADMIN);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
