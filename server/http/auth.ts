@@ -58,7 +58,11 @@ export function installAuth(app: FastifyInstance, s: Services): void {
       if (!isNodeId(nodeId)) throw badRequest(`node id "${nodeId}" is not 12 or more alphanumeric characters`);
       request.blockPrincipal = await s.auth.block(blockToken(request.headers), nodeId);
       s.rateLimiter.take(request.blockPrincipal.tokenHash);
-    }
+    } else return;
+    // A client that authenticated: its connection is no longer the first evicted at the
+    // connection cap (Limits.admit), so a flood of connections that never get this far cannot
+    // keep it out.
+    s.limits.prove(request.raw.socket);
   });
 }
 

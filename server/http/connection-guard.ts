@@ -1,7 +1,8 @@
 /**
  * The node:http servers of both listeners, with the limits of services/limits.ts: time for headers
  * and for a whole request (a slow body is answered 408 and closed), connections per address and in
- * total over both listeners (a connection over a cap is reset at once, before it costs a request).
+ * total over both listeners (a connection over a cap is reset at once, before it costs a request;
+ * at the total cap the oldest connection not yet proven is reset instead).
  */
 import { type RequestListener, type Server, createServer } from "node:http";
 import type { Socket } from "node:net";
@@ -47,16 +48,28 @@ export function guardedServer(
   if (timeouts.maxRequestsPerSocket && timeouts.maxRequestsPerSocket > 0) server.maxRequestsPerSocket = timeouts.maxRequestsPerSocket;
   // A connection over a cap is refused before node:http sets it up (its parser, timers and list
   // of connections): under a connect flood refusals are most of the work. It is reset (RST), not
-  // closed: the peer learns at once, and the server keeps no TIME_WAIT entry per refusal.
+  // closed: the peer learns at once, and the server keeps no TIME_WAIT entry per refusal. At the
+  // total cap, the oldest connection not yet proven (no request authenticated on it, auth.ts) is
+  // reset instead to make room (Limits.admit).
   const setUp = server.listeners("connection") as ((socket: Socket) => void)[];
   server.removeAllListeners("connection");
   server.on("connection", (socket: Socket) => {
     const address = socket.remoteAddress ?? "";
-    if (!limits.admit(address)) {
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      limits.release(address, socket);
+    };
+    const evict = (): void => {
+      release();
+      socket.resetAndDestroy();
+    };
+    if (!limits.admit(address, socket, evict)) {
       socket.resetAndDestroy();
       return;
     }
-    socket.once("close", () => limits.release(address));
+    socket.once("close", release);
     for (const l of setUp) l.call(server, socket);
   });
   return server;

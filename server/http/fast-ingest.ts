@@ -113,6 +113,8 @@ export class FastIngest {
     const principal = this.s.auth.cachedBlock(token, m[1] as string);
     // An empty bucket: fastify answers the 429 and counts the limit (not reported here too).
     if (!principal || !this.s.rateLimiter.tryTake(principal.tokenHash, false)) return false;
+    // Authenticated, as in the auth hook: not evicted at the connection cap (Limits.admit).
+    this.s.limits.prove(req.socket);
     const kind = m[2] as Kind;
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));

@@ -60,6 +60,8 @@ export const LIMIT_DEFAULTS: LimitOptions = {
 /** The limits that can bite, as counted (`blockkit_limit_hits_total{limit}`). */
 export type LimitName =
   | "connections"
+  /** At the total cap, the oldest connection not yet proven was reset to make room for a new one. */
+  | "connections_evicted"
   | "connections_per_address"
   | "request_timeout"
   | "activation_holds"
@@ -76,6 +78,11 @@ export class Limits {
   private readonly lastLog = new Map<LimitName, { at: number; since: number }>();
   private readonly uncapped: ReadonlySet<string>;
   private readonly byAddress = new Map<string, number>();
+  /**
+   * Open connections on which no request has been authenticated yet, oldest first (a Map keeps
+   * insertion order), each with the function that resets it: the ones evicted at the total cap.
+   */
+  private readonly unproven = new Map<object, () => void>();
   private open = 0;
 
   constructor(
@@ -120,24 +127,55 @@ export class Limits {
     return !this.uncapped.has(address);
   }
 
-  /** A new connection from `address`: true when it may stay (then `release` it once closed). */
-  admit(address: string): boolean {
+  /** Open connections not yet proven (metrics, tests). */
+  get unprovenConnections(): number {
+    return this.unproven.size;
+  }
+
+  /**
+   * A new connection from `address`: true when it may stay (then `release` it once closed). Over
+   * the per-address cap it is refused. At the total cap the oldest open connection on which no
+   * request has been authenticated yet (`prove`) is evicted to make room: `evict` of that
+   * connection is called, and must `release` it before it returns. Only when every open connection
+   * is proven is the new one refused. So connections that never finish a request (a slow-body
+   * flood from many addresses, each under its cap) cannot keep proven clients' new connections out
+   * until their timeouts: they make room for them. The new connection is itself unproven, keyed by
+   * `key` (the socket), until `prove(key)`.
+   */
+  admit(address: string, key: object, evict: () => void): boolean {
     const o = this.options;
-    if (this.open >= o.maxConnections) {
-      this.bit("connections", { address, max: o.maxConnections });
-      return false;
-    }
     const n = this.byAddress.get(address) ?? 0;
     if (n >= o.maxConnectionsPerAddress && this.capped(address)) {
       this.bit("connections_per_address", { address, max: o.maxConnectionsPerAddress });
       return false;
     }
+    while (this.open >= o.maxConnections) {
+      const oldest = this.unproven.entries().next();
+      if (oldest.done) {
+        this.bit("connections", { address, max: o.maxConnections });
+        return false;
+      }
+      const [k, reset] = oldest.value;
+      this.unproven.delete(k);
+      const before = this.open;
+      reset();
+      if (this.open >= before) throw new Error("limits: an evicted connection was not released");
+      this.bit("connections_evicted", { address, max: o.maxConnections });
+    }
     this.open++;
-    this.byAddress.set(address, n + 1);
+    this.byAddress.set(address, (this.byAddress.get(address) ?? 0) + 1);
+    this.unproven.set(key, evict);
     return true;
   }
 
-  release(address: string): void {
+  /** A request on the connection `key` was authenticated: it is no longer evicted at the total cap. */
+  prove(key: object): void {
+    this.unproven.delete(key);
+  }
+
+  /** The connection `key` from `address`, admitted, closed (or evicted). Call once per admission. */
+  release(address: string, key: object): void {
+    this.unproven.delete(key);
     this.open--;
     const left = (this.byAddress.get(address) ?? 1) - 1;
     if (left <= 0) this.byAddress.delete(address);

@@ -115,14 +115,82 @@ describe("slow clients and connection caps", () => {
 
   it("caps connections in total, over both listeners", async () => {
     const { t, port } = await server({ maxConnections: 6 });
+    const limits = t.server.services.limits;
     const streamPort = (t.server.stream.server.address() as { port: number }).port;
-    for (let i = 0; i < 3; i++) await peer(port, slowBody("/auth/login"), `127.0.1.${i + 1}`);
-    for (let i = 0; i < 3; i++) await peer(streamPort, slowBody("/healthz"), "127.0.0.1");
-    const over = await peer(port, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", "127.0.0.1");
+    const devices = `GET /rest/v0/devices?user_access_token=${t.token} HTTP/1.1\r\nHost: x\r\n\r\n`;
+    const users: Peer[] = [];
+    for (let i = 0; i < 3; i++) users.push(await peer(port, devices, `127.0.1.${i + 1}`));
+    const slow: Peer[] = [];
+    for (let i = 0; i < 3; i++) slow.push(await peer(streamPort, slowBody("/healthz"), "127.0.0.1"));
+    await vi.waitFor(() => expect(users.every((p) => /^HTTP\/1\.1 200 /.test(p.text()))).toBe(true), { timeout: 2000 });
+    // Full: a newcomer on the API listener makes room by resetting the oldest stream connection.
+    for (let i = 0; i < 3; i++) users.push(await peer(port, devices, `127.0.1.${i + 4}`));
+    await Promise.all(slow.map((p) => p.closed));
+    await vi.waitFor(() => expect(users.every((p) => /^HTTP\/1\.1 200 /.test(p.text()))).toBe(true), { timeout: 2000 });
+    expect(limits.hits.get("connections_evicted")).toBe(3);
+    // Full of authenticated connections: a new one is reset at once, on either listener.
+    const over = await peer(streamPort, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", "127.0.0.1");
     await over.closed;
     expect(over.text()).toBe("");
-    expect(t.server.services.limits.hits.get("connections")).toBe(1);
-    expect(t.server.services.limits.openConnections).toBe(6);
+    expect(limits.hits.get("connections")).toBe(1);
+    expect(limits.openConnections).toBe(6);
+  });
+
+  it("at the total cap, the oldest connection not yet authenticated is reset to make room; authenticated ones are kept", async () => {
+    // Attackers from three addresses, each under its per-address cap, fill the total cap with
+    // bodies that never arrive (a slow-body flood from many addresses). Before: every new
+    // connection was reset until their request timeouts (30 s) freed places.
+    const { t, port } = await server({ maxConnections: 6, maxConnectionsPerAddress: 3 });
+    const limits = t.server.services.limits;
+    const attackers: Peer[] = [];
+    for (let i = 0; i < 6; i++) attackers.push(await peer(port, slowBody("/auth/login"), `127.0.1.${(i % 3) + 1}`));
+    await vi.waitFor(() => expect(limits.openConnections).toBe(6), { timeout: 2000 });
+    // A user's request on a new connection: admitted, the oldest attacker is reset.
+    const devices = `GET /rest/v0/devices?user_access_token=${t.token} HTTP/1.1\r\nHost: x\r\n\r\n`;
+    const user = await peer(port, devices, "127.0.2.1");
+    await vi.waitFor(() => expect(user.text()).toMatch(/^HTTP\/1\.1 200 /), { timeout: 2000 });
+    await attackers[0]?.closed;
+    expect(attackers[0]?.error()).toBe("ECONNRESET");
+    expect(attackers.slice(1).some((a) => a.isClosed())).toBe(false);
+    expect(limits.hits.get("connections_evicted")).toBe(1);
+    expect(limits.hits.get("connections")).toBeUndefined();
+    // The user's kept-alive connection is proven: the next newcomers evict attackers, oldest first, not it.
+    const more: Peer[] = [];
+    for (let i = 0; i < 5; i++) more.push(await peer(port, devices, `127.0.2.${i + 2}`));
+    await vi.waitFor(() => expect(more.every((p) => /^HTTP\/1\.1 200 /.test(p.text()))).toBe(true), { timeout: 2000 });
+    await Promise.all(attackers.map((a) => a.closed));
+    expect(user.isClosed()).toBe(false);
+    expect(limits.unprovenConnections).toBe(0);
+    expect(limits.openConnections).toBe(6);
+    // Every open connection is proven: a new one is refused, nothing is evicted.
+    const over = await peer(port, devices, "127.0.2.9");
+    await over.closed;
+    expect(over.text()).toBe("");
+    expect(limits.hits.get("connections")).toBe(1);
+    expect(limits.hits.get("connections_evicted")).toBe(6);
+    expect([user, ...more].some((p) => p.isClosed())).toBe(false);
+    user.socket.write(devices);
+    await vi.waitFor(() => expect(user.text().match(/HTTP\/1\.1 200 /g)).toHaveLength(2), { timeout: 2000 });
+  });
+
+  it("a block event on the fast lane proves its connection too", async () => {
+    const { t, port } = await server({ maxConnections: 2 });
+    const blockToken = await t.activate("EVICTFAST0001");
+    const body = JSON.stringify({ G: "0", V: 0, D: 9, DA: "1" });
+    const event = `POST /rest/v0/block/EVICTFAST0001/data HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Service-Token: ${blockToken}\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    // The first event goes through fastify and puts the token in the read cache; the lane takes the next.
+    const first = await peer(port, event, "127.0.1.1");
+    await vi.waitFor(() => expect(first.text()).toMatch(/^HTTP\/1\.1 200 /), { timeout: 2000 });
+    first.socket.destroy();
+    await vi.waitFor(() => expect(t.server.services.limits.openConnections).toBe(0), { timeout: 2000 });
+    const block = await peer(port, event, "127.0.1.1");
+    await vi.waitFor(() => expect(block.text()).toMatch(/^HTTP\/1\.1 200 /), { timeout: 2000 });
+    expect(t.server.api.fastIngest?.stats.taken).toBe(1);
+    const attacker = await peer(port, slowBody("/auth/login"), "127.0.1.2");
+    // The cap is full with one proven and one unproven connection: the newcomer evicts the attacker.
+    expect(await healthz(port, "127.0.1.3")).toBe("HTTP/1.1 200 OK");
+    await attacker.closed;
+    expect(block.isClosed()).toBe(false);
   });
 
   it("connections wait in a deep accept queue while the server is busy (listen backlog past Node's 511)", async () => {
