@@ -9,6 +9,7 @@ import { ok } from "../../protocol/envelope.js";
 import { GuidParam } from "../../protocol/payloads.js";
 import { badRequest } from "../errors.js";
 import { checkTarget } from "../services/automation/file-host.js";
+import { assertOutboundUrl } from "../services/outbound-policy.js";
 import type { Services } from "../services/index.js";
 import { ensureServiceDevice } from "../services/service-devices.js";
 import { userOf } from "./auth.js";
@@ -53,7 +54,7 @@ export function fileHostRoutes(app: FastifyInstance, s: Services): void {
             "an http(s) URL the file is sent to, or a relative folder under the server's files directory (letters, digits, " +
             "`.`, `_`, `-`, `/`; no `..`).",
           ok: { 200: { description: "Set." } },
-          errors: { 400: "The device is not a File Host device, or the target is not one the server accepts.", 404: "No device with this GUID among yours." },
+          errors: { 400: "The device is not a File Host device, or the target is not one the server accepts (a URL whose literal address or `localhost` the outbound policy refuses: the message names the rule).", 404: "No device with this GUID among yours." },
         }),
         params: GuidParam,
         body: TargetBody,
@@ -64,6 +65,7 @@ export function fileHostRoutes(app: FastifyInstance, s: Services): void {
     const row = await s.devices.owned(userOf(request).userId, guid);
     if (row.v !== 0 || row.d !== D.filehost) throw badRequest(`device ${guid} is not a File Host device (D ${D.filehost})`);
     const target = checkTarget((request.body as { target: string }).target);
+    if (/^https?:\/\//.test(target)) assertOutboundUrl(s.automation.outbound, "File Host target", target);
     await s.store.devices.patchMeta(row.id, { path: ["target"], value: target });
     return ok();
   });

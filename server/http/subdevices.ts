@@ -11,6 +11,7 @@ import {
 import { ok } from "../../protocol/envelope.js";
 import { GuidParam } from "../../protocol/payloads.js";
 import type { Services } from "../services/index.js";
+import { assertOutboundUrl } from "../services/outbound-policy.js";
 import { hashToken } from "../services/secrets.js";
 import { userOf } from "./auth.js";
 import { doc } from "./openapi.js";
@@ -40,7 +41,7 @@ export function subDeviceRoutes(app: FastifyInstance, s: Services): void {
           description: `${RULES} Other fields are ignored.`,
           ok: { 200: { description: "Created: its id, and its token or secret when it has one.", data: SubDeviceCreated } },
           errors: {
-            400: "A field is missing or malformed, or the category does not suit the parent (the message says why: an rf code that is not binary or hex, an sms number that is not a phone number, a url on anything but a webhook actuator).",
+            400: "A field is missing or malformed, or the category does not suit the parent (the message says why: an rf code that is not binary or hex, an sms number that is not a phone number, a url on anything but a webhook actuator, a url whose literal address or `localhost` the outbound policy refuses: the message names the url and the rule; a host name is checked at each call).",
             404: "No device with this GUID among yours.",
             409: "Category webhook (or sms) without your Webhooks (or SMS) device: add it first.",
           },
@@ -51,7 +52,9 @@ export function subDeviceRoutes(app: FastifyInstance, s: Services): void {
     },
     async (request) => {
     const { guid } = request.params as { guid: string };
-    return ok(await subs.create(userOf(request).userId, guid, request.body as SubDeviceCreate));
+    const body = request.body as SubDeviceCreate;
+    if (body.url !== undefined) assertOutboundUrl(s.automation.outbound, "webhook url", body.url);
+    return ok(await subs.create(userOf(request).userId, guid, body));
   });
 
   app.put(
@@ -67,7 +70,7 @@ export function subDeviceRoutes(app: FastifyInstance, s: Services): void {
             "sensor gets a new tickle token, returned in `data.token` (the only case with `data`); one that stops being " +
             "one loses its token.",
           ok: { 200: { description: "Changed (with `data.token` when a new tickle token was made).", data: SubDeviceTokenOnly, dataOptional: true } },
-          errors: { 400: "A field is malformed or does not suit the parent.", 404: UNKNOWN },
+          errors: { 400: "A field is malformed or does not suit the parent, or the outbound policy refuses the url (as on creation).", 404: UNKNOWN },
         }),
         params: SubDeviceParams,
         body: SubDeviceUpdate,
@@ -75,7 +78,9 @@ export function subDeviceRoutes(app: FastifyInstance, s: Services): void {
     },
     async (request) => {
       const { guid, subdeviceId } = request.params as { guid: string; subdeviceId: string };
-      const r = await subs.update(userOf(request).userId, guid, subdeviceId, (request.body ?? {}) as SubDeviceUpdate);
+      const body = (request.body ?? {}) as SubDeviceUpdate;
+      if (body.url !== undefined) assertOutboundUrl(s.automation.outbound, "webhook url", body.url);
+      const r = await subs.update(userOf(request).userId, guid, subdeviceId, body);
       return r.token === undefined ? ok() : ok(r);
     },
   );

@@ -22,6 +22,7 @@
 import { lookup as dnsLookup } from "node:dns";
 import { networkInterfaces } from "node:os";
 import { Agent, buildConnector } from "undici";
+import { badRequest } from "../errors.js";
 import { addressBits, contains, parseNetwork } from "./networks.js";
 
 export { addressBits, parseNetwork };
@@ -121,6 +122,33 @@ export class OutboundPolicy {
     return null;
   }
 
+  /**
+   * Why the server would refuse to connect to `url`, as far as can be told without DNS, for a check
+   * when a user registers it (a callback, a webhook actuator, a File Host target): null when allowed
+   * or when only the check at connect time can tell. A literal address (in any form the WHATWG URL
+   * parser accepts: `2130706433`, `0x7f.1`, `[::ffff:a9fe:a9fe]`) is checked as connect would check
+   * it; `localhost` and names under `.localhost` (loopback by RFC 6761) as 127.0.0.1 and ::1,
+   * refused when both are. Any other name is not resolved here (the answer may change, and a
+   * registration should not wait on DNS): it is checked at every connect.
+   */
+  checkUrl(url: string): string | null {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      return "it is not a valid URL";
+    }
+    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return `its scheme ${parsed.protocol} is not http: or https:`;
+    const port = Number(parsed.port) || (parsed.protocol === "https:" ? 443 : 80);
+    const host = parsed.hostname.replace(/^\[|\]$/g, "").replace(/\.$/, "").toLowerCase();
+    if (addressBits(host) !== null) return this.check(host, port);
+    if (host === "localhost" || host.endsWith(".localhost")) {
+      const why = ["127.0.0.1", "::1"].map((a) => this.check(a, port));
+      return why.every((w) => w !== null) ? `${host} is a loopback name: ${why.join("; ")}` : null;
+    }
+    return null;
+  }
+
   private localNets(): { base: bigint; prefix: number }[] {
     const now = Date.now();
     if (!this.local || now - this.local.at > LOCAL_CACHE_MS) this.local = { at: now, nets: localNetworks() };
@@ -172,6 +200,17 @@ export class OutboundPolicy {
     };
     return new Agent({ connect, connections: o.connections ?? null, keepAliveTimeout: o.keepAliveTimeout ?? 4000 });
   }
+}
+
+/**
+ * Refuses `url` at registration when the policy would refuse it at connect (OutboundPolicy.checkUrl):
+ * a 400 that names what it is, the URL and the rule. `what`: e.g. "callback URL".
+ */
+export function assertOutboundUrl(policy: OutboundPolicy, what: string, url: string): void {
+  const why = policy.checkUrl(url);
+  if (why === null) return;
+  const rules = why.startsWith("it is not") || why.startsWith("its scheme") ? "" : " (the server's outbound policy: --outbound-allow, --outbound-deny)";
+  throw badRequest(`${what} "${url}" is refused: ${why}${rules}`);
 }
 
 function lookupAll(hostname: string): Promise<string[]> {

@@ -40,7 +40,13 @@ describe("blockkit server outbound options", () => {
       };
       const auth = p.baseUrl.replace(/\/rest\/v0$/, "");
       const hooks = (await call("GET", `${auth}/auth/webhook?${q}`)).json.data.guid;
-      const made = await call("POST", `${p.baseUrl}/device/${hooks}/subdevice?${q}`, { category: "webhook", type: "actuator", shortName: "Lamp", data: "lamp", url: `${receiver.url}/lamp` });
+      // A literal address in the denied network is refused when registered, naming the rule.
+      const literal = await call("POST", `${p.baseUrl}/device/${hooks}/subdevice?${q}`, { category: "webhook", type: "actuator", shortName: "Lamp", data: "lamp", url: `${receiver.url}/lamp` });
+      expect(literal.status).toBe(400);
+      expect(literal.json.error).toMatch(/^webhook url "http:\/\/127\.0\.0\.1:\d+\/lamp" is refused: 127\.0\.0\.1:\d+ is in a denied network \(127\.0\.0\.0\/8\)/);
+      // A name (localhost: ::1 is not denied) is accepted, and checked at connect.
+      const named = receiver.url.replace("127.0.0.1", "localhost");
+      const made = await call("POST", `${p.baseUrl}/device/${hooks}/subdevice?${q}`, { category: "webhook", type: "actuator", shortName: "Lamp", data: "lamp", url: `${named}/lamp` });
       expect(made.status).toBe(200);
       const res = await call("PUT", `${p.baseUrl}/device/${hooks}?${q}`, { DA: "lamp" });
       expect(res.status).toBe(503);

@@ -11,6 +11,9 @@ import { type CallbackPayload, DELIVERY_HEADER, SIGNATURE_HEADER } from "../../.
 import { shownDA } from "../devices.js";
 import type { OutboundPolicy } from "../outbound-policy.js";
 
+/** OutboundRefusedError's code (not imported: that module loads undici's connector machinery here too). */
+const OUTBOUND_REFUSED = "BLOCKKIT_OUTBOUND_REFUSED";
+
 /** `sha256=<hex>`: what receivers compare (constant-time) with their own HMAC of the raw body. */
 export function signature(secret: string, body: string): string {
   return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
@@ -27,6 +30,10 @@ export interface Delivery {
   id: string;
   body: string;
   attempts: number;
+  /** Why the last attempt failed (`HTTP 500`, `connect ECONNREFUSED …`), for the log line of a drop. */
+  lastError?: string;
+  /** The last attempt was refused by the outbound policy (OutboundRefusedError): not worth a retry. */
+  refused?: boolean;
 }
 
 export class CallbackSender {
@@ -79,8 +86,11 @@ export class CallbackSender {
       });
       await res.body.dump();
       if (res.statusCode >= 200 && res.statusCode <= 299) return true;
+      item.lastError = `HTTP ${res.statusCode}`;
       this.log.debug({ status: res.statusCode, attempt: item.attempts }, "callback receiver refused a delivery");
     } catch (err) {
+      item.lastError = (err as Error).message;
+      item.refused = (err as { code?: unknown }).code === OUTBOUND_REFUSED;
       this.log.debug({ err: (err as Error).message, attempt: item.attempts }, "callback delivery failed");
     }
     return false;

@@ -24,8 +24,11 @@ interface UserShare {
   waiting: (() => void)[];
 }
 
-/** Why a delivery was dropped (`blockkit_callback_drops_total{reason}`). */
-export type DropReason = "queue_full" | "user_queue_full" | "device_queue_full" | "gave_up";
+/**
+ * Why a delivery was dropped (`blockkit_callback_drops_total{reason}`): `outbound_refused`, the
+ * outbound policy refused every address of its URL (not retried).
+ */
+export type DropReason = "queue_full" | "user_queue_full" | "device_queue_full" | "gave_up" | "outbound_refused";
 
 export interface ShareBounds {
   maxQueued: number;

@@ -62,8 +62,8 @@ export class CallbackDispatcher {
   private readonly retryDelaysMs: number[];
   private readonly feeder: OutboxFeeder | null = null;
   readonly stats = { delivered: 0, retries: 0, failed: 0, dropped: 0 };
-  /** Drops per reason (`dropped` is their sum less `gave_up`, which `failed` counts). */
-  readonly drops: Record<DropReason, number> = { queue_full: 0, user_queue_full: 0, device_queue_full: 0, gave_up: 0 };
+  /** Drops per reason (`dropped` is their sum less `gave_up` and `outbound_refused`, which `failed` counts). */
+  readonly drops: Record<DropReason, number> = { queue_full: 0, user_queue_full: 0, device_queue_full: 0, gave_up: 0, outbound_refused: 0 };
 
   constructor(
     private readonly store: Store,
@@ -219,13 +219,9 @@ export class CallbackDispatcher {
         }
         const ok = await this.attemptInSlot(q.userId, cb.url, cb.secret, item);
         if (this.stopped) break;
-        if (ok || item.attempts > this.retryDelaysMs.length) {
+        if (ok || item.attempts > this.retryDelaysMs.length || item.refused) {
           if (ok) this.stats.delivered++;
-          else {
-            this.stats.failed++;
-            this.drops.gave_up++;
-            this.log.warn({ deviceId, attempts: item.attempts }, "callback delivery given up");
-          }
+          else this.giveUp(deviceId, cb.url, item);
           q.items.shift();
           this.shares.removed(q, 1);
           continue;
@@ -241,6 +237,13 @@ export class CallbackDispatcher {
     q.running = false;
     if (this.shares.queues.get(deviceId) === q && q.items.length === 0) this.shares.queues.delete(deviceId);
     if (this.shares.queues.size === 0) this.wakeIdle();
+  }
+
+  /** A delivery dropped after its last try, or at once when the outbound policy refused its URL (a retry would be too). */
+  private giveUp(deviceId: number, url: string, item: Item): void {
+    this.stats.failed++;
+    this.drops[item.refused ? "outbound_refused" : "gave_up"]++;
+    this.log.warn({ deviceId, url, attempts: item.attempts, why: item.lastError }, item.refused ? "callback delivery refused by the outbound policy, not retried" : "callback delivery given up");
   }
 
   /** One attempt, in one of the user's slots (waiting for one). */
@@ -266,10 +269,8 @@ export class CallbackDispatcher {
     if (ok) {
       this.stats.delivered++;
       await this.feeder?.done(row);
-    } else if (item.attempts > this.retryDelaysMs.length) {
-      this.stats.failed++;
-      this.drops.gave_up++;
-      this.log.warn({ deviceId, attempts: item.attempts }, "callback delivery given up");
+    } else if (item.attempts > this.retryDelaysMs.length || item.refused) {
+      this.giveUp(deviceId, url, item);
       await this.feeder?.done(row);
     } else {
       this.stats.retries++;
