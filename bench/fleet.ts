@@ -60,7 +60,13 @@ export function limitOf(r: FleetResult): string {
     if (s.ingest && s.ingest[0] >= 85) out.push(`server ${i + 1}'s ingest thread CPU (${pc(s.ingest[0])})`);
   }
   if (r.pgCpu >= 85) out.push(`PostgreSQL CPU (${pc(r.pgCpu)})`);
-  if (r.machineBusy >= 170) out.push(`the two cores (machine ${pc(r.machineBusy)} of 200 busy)`);
+  const servers = r.servers.reduce((a, s) => a + s.cpu, 0);
+  for (const [i, s] of r.servers.entries()) {
+    if (s.cpu >= 70) out.push(`server ${i + 1}'s CPU (${pc(s.cpu)} of a core: event loop ${pc(s.eventLoop[0])}${s.ingest ? `, ingest thread ${pc(s.ingest[0])}` : ""})`);
+  }
+  // Busy above 150 % of the two cores: every runnable thread meets others in the queue.
+  const own = r.simCpu + servers + (Number.isNaN(r.pgCpu) ? 0 : r.pgCpu);
+  if (r.machineBusy >= 150) out.push(`the two cores (${pc(r.machineBusy)} of 200 busy: this run ${pc(own)}, other work ${pc(Math.max(0, r.machineBusy - own))})`);
   const waits = r.servers.flatMap((s) => [s.eventLoop, ...(s.ingest ? [s.ingest] : [])]).filter(([run, wait]) => wait > run);
   if (waits.length > 0) out.push(`server threads waiting for a CPU longer than on one (${waits.map(([run, wait]) => `${pc(run)} on, ${pc(wait)} waiting`).join("; ")})`);
   const slow = r.servers.filter((s) => s.commitMeanMs >= 50);

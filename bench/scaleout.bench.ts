@@ -11,7 +11,9 @@
  *    the servers of the build at BENCH_BASE): acknowledged against offered, ack p50/p99, the CPU of
  *    every process (simulator processes, each server, PostgreSQL) and the servers' commit times
  *    over the measured window (bench/fleet.ts);
- *  - search: the largest fleet each setup keeps up with (BENCH_SEARCH_SETUPS, bench/fleet.ts).
+ *  - search: the largest fleet each setup keeps up with (BENCH_SEARCH_SETUPS, bench/fleet.ts);
+ *  - checkpoint: the SQLite ingest thread's cost per reading with the WAL checkpointed every 1,000
+ *    pages and every WAL_AUTOCHECKPOINT_PAGES, alternated (bench/checkpoint.ts).
  * Needs the PostgreSQL of the tests (BLOCKKIT_TEST_PG / DATABASE_URL / 127.0.0.1:5432 db test);
  * each run uses a schema of its own, dropped afterwards.
  */
@@ -20,6 +22,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
+import { checkpointPart } from "./checkpoint.js";
 import { fleetPart, searchPart } from "./fleet.js";
 import { pgSchema } from "./fixtures/pg-schema.js";
 import { cpuTimeMs as cpuMs } from "./fixtures/proc-stats.js";
@@ -291,6 +294,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "bk-bench-scaleout-"));
   try {
     if (PARTS.includes("wal")) await walPart(dir);
+    if (PARTS.includes("checkpoint")) await checkpointPart(dir);
     if (PARTS.includes("ingest")) await ingestPart(dir);
     if (PARTS.includes("polls")) await pollsPart(dir);
     if (PARTS.includes("fleet")) await fleetPart(dir, FLEET, ADMIN);

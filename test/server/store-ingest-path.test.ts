@@ -3,7 +3,7 @@
  * (staging.ts), the ingest thread (ingest-thread.ts) that commits and flushes beside the event loop,
  * and the pipelined group commit of the Ingest service.
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -11,7 +11,7 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { Ingest } from "../../server/services/ingest.js";
 import { migrate, openSqliteStore } from "../../server/store/sqlite/index.js";
-import { ReadingsStaging } from "../../server/store/sqlite/staging.js";
+import { ReadingsStaging, WAL_AUTOCHECKPOINT_PAGES } from "../../server/store/sqlite/staging.js";
 import type { IngestEvent } from "../../server/store/types.js";
 import { dataEvent } from "../helpers/events.js";
 
@@ -187,6 +187,23 @@ describe("the ingest thread", () => {
     const device = await store.devices.byGuid(`${NODE}_0_0_9`);
     expect(device?.id).toBe(again?.deviceId);
     expect(await store.history.count(device?.id ?? -1, 0, Date.now())).toBe(1);
+    await store.close();
+  });
+
+  it("checkpoints the WAL only past 10,000 pages, on the thread's connection and the store's", async () => {
+    const dir = tempDir();
+    const store = openSqliteStore({ dataDir: dir });
+    expect(store.db.pragma("wal_autocheckpoint", { simple: true })).toBe(WAL_AUTOCHECKPOINT_PAGES);
+    const user = await store.users.create("u", null, Date.now());
+    const pageSize = store.db.pragma("page_size", { simple: true }) as number;
+    // About 16 MB of staged readings (and as much again when they move): over 4,000 pages of WAL.
+    // At SQLite's default (1,000 pages) the thread's commits checkpoint it and start it over, so the
+    // file never grows far past 1,000 pages and one transaction.
+    const da = "x".repeat(2000);
+    for (let c = 0; c < 80; c++) await store.events.commit(Array.from({ length: 100 }, (_, i) => event(user.id, String(i), 0, 1_700_000_000_000 + c * 100 + i)).map((e) => ({ ...e, DA: da, num: null })));
+    const walPages = statSync(join(dir, "blockkit.db-wal")).size / (pageSize + 24);
+    expect(walPages).toBeGreaterThan(4000);
+    expect(walPages).toBeLessThan(WAL_AUTOCHECKPOINT_PAGES + 2000);
     await store.close();
   });
 

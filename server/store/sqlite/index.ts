@@ -14,7 +14,7 @@ import { historyRepo, registerFunctions } from "./history.js";
 import { keysRepo, oauthAppsRepo, oauthCodesRepo, sessionsRepo } from "./accounts-web.js";
 import { MIGRATIONS, type Migration } from "./migrations.js";
 import { IngestThread, workerModule } from "./ingest-thread.js";
-import { ReadingsStaging } from "./staging.js";
+import { ReadingsStaging, WAL_AUTOCHECKPOINT_PAGES } from "./staging.js";
 import { openError, prepareDataDir } from "./files.js";
 
 export interface SqliteStoreOptions {
@@ -64,6 +64,9 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
     db.pragma("synchronous = FULL");
     db.pragma("foreign_keys = ON");
     db.pragma("busy_timeout = 5000");
+    // The same on this connection: with its default (1,000) its next write would checkpoint the
+    // ingest thread's WAL on the event loop.
+    db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     registerFunctions(db);
     migrate(db);
   } catch (err) {

@@ -15,7 +15,7 @@ import Database from "better-sqlite3";
 import type { IngestEvent } from "../types.js";
 import { ingestTransaction } from "./devices.js";
 import { CLOSE, Channel, type ChannelMemory, DONE, PUBLISHED } from "./ingest-channel.js";
-import { ReadingsStaging } from "./staging.js";
+import { ReadingsStaging, WAL_AUTOCHECKPOINT_PAGES } from "./staging.js";
 
 const { file, memory } = workerData as { file: string; memory: ChannelMemory };
 
@@ -66,6 +66,7 @@ db.pragma("journal_mode = WAL");
 db.pragma("synchronous = NORMAL");
 db.pragma("foreign_keys = ON");
 db.pragma("busy_timeout = 5000");
+db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
 const staging = new ReadingsStaging(db, { manual: true });
 const ingest = ingestTransaction(db, staging, null);
 // Started: the connection is open and the statements prepared (a failure before this rejects
