@@ -7,10 +7,12 @@
  */
 import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { openStore } from "../../server/store/index.js";
 import { createPool } from "../../server/store/postgres/db.js";
 import { migratePostgres } from "../../server/store/postgres/index.js";
 import { bucketOf, gaps, parseBound, partitionName } from "../../server/store/postgres/partition-ranges.js";
 import { ReadingPartitions, listPartitions } from "../../server/store/postgres/partitions.js";
+import { dataEvent } from "../helpers/events.js";
 import { PG_AVAILABLE, pgSchemaUrl } from "../helpers/pg.js";
 
 const at = (iso: string): number => Date.parse(iso);
@@ -128,5 +130,32 @@ describe.skipIf(!PG_AVAILABLE)("readings partitions on PostgreSQL", () => {
     expect((await names()).slice(0, 4)).toEqual(["readings_p202401", "readings_p202402", "readings_p20240301", "readings_p20240302"]);
     expect(await insert(follower, [at("2024-02-29T23:59:59.999Z"), at("2024-03-01T00:00:00Z")])).toEqual(["readings_p202402", "readings_p20240301"]);
     await noOverlap();
+  });
+
+  it("an instance running with months takes up a change to days at its next hourly check, without undoing it", async () => {
+    const running = new ReadingPartitions(pool, {});
+    await running.prepare(at("2024-01-15T12:00:00Z"));
+    await new ReadingPartitions(pool, { interval: "day", change: true }).prepare(at("2024-01-15T12:00:00Z"));
+    expect(await names()).toEqual(["readings_p202401"]); // the empty February and March are gone
+    await running.maintain(at("2024-01-30T12:00:00Z"));
+    expect(running.interval).toBe("day");
+    expect(await names()).toEqual(["readings_p202401", ...[1, 2, 3, 4, 5, 6].map((d) => `readings_p2024020${d}`)]);
+    await noOverlap();
+  });
+
+  it("a partition dropped under a running store (another instance's retention) fails one batch, not every batch until the next hour", async () => {
+    const store = await openStore(db.url, { poolSize: 2 });
+    try {
+      const userId = (await store.users.create("alice", "hash", 1)).id;
+      const ts = Date.now();
+      await store.events.commit([dataEvent("PARTSNODE0001", userId, "0", "1", { ts })]);
+      const [own] = (await listPartitions(pool)).filter((p) => ts >= p.range[0] && ts < p.range[1]);
+      await pool.query(`DROP TABLE ${own?.name}`);
+      await expect(store.events.commit([dataEvent("PARTSNODE0001", userId, "0", "2", { ts })])).rejects.toThrow(/no partition/);
+      const [again] = await store.events.commit([dataEvent("PARTSNODE0001", userId, "0", "3", { ts })]);
+      expect(again?.duplicate).toBe(false);
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -87,6 +87,9 @@ export class PgEvents implements EventsRepo {
           i += w.batch.length;
         }
       } catch (err) {
+        // A partition this instance took as made was dropped by another one (retention, an interval
+        // change): look again before the next batch instead of failing until the next hourly check.
+        if ((err as { code?: string }).code === "23514" && /no partition/.test((err as Error).message)) this.partitions.forget();
         for (const w of taken) w.reject(err);
       }
     }

@@ -95,10 +95,16 @@ export class ReadingPartitions {
     if (this.timer) clearInterval(this.timer);
   }
 
-  /** Creates the partitions ahead (replacing empty future ones of another interval) and drops the expired ones. */
+  /**
+   * Creates the partitions ahead (replacing empty future ones of another interval) and drops the
+   * expired ones. Follows the database's interval as recorded now: one changed by `blockkit migrate`
+   * while this instance runs is taken up here, so instances never undo each other's partitions.
+   */
   async maintain(now: number): Promise<void> {
-    const ahead = aheadOf(this.interval, now);
     await this.locked(async (c) => {
+      const row = (await c.query<{ value: string }>("SELECT value FROM server_keys WHERE name = $1", [INTERVAL_KEY])).rows[0];
+      if (row && isPartitionInterval(row.value)) this.interval = row.value;
+      const ahead = aheadOf(this.interval, now);
       for (const p of await listPartitions(c)) {
         const [from, to] = p.range;
         if (from <= now + FUTURE_MS) continue;
@@ -167,6 +173,11 @@ export class ReadingPartitions {
       );
       this.interval = current;
     });
+  }
+
+  /** Forgets which partitions exist: the next batch looks them up again. */
+  forget(): void {
+    this.covered.clear();
   }
 
   /** Runs `fn` in a transaction holding the partitions lock (one maker at a time across instances), then rereads what exists. */
