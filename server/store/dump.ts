@@ -13,7 +13,13 @@ import { coverTimestamps, listPartitions } from "./postgres/partitions.js";
 
 export const DUMP_HEADER = { blockkit_dump: 1 };
 
-/** Tables in an order that satisfies every foreign key, with how to read them from SQLite. */
+/**
+ * Tables in an order that satisfies every foreign key, with how to read them from SQLite. Left out:
+ * `token_revocations`, SQLite's hour-long log of deleted token hashes, by which its processes tell
+ * each other's token caches what to drop. PostgreSQL has no such table (revocations go over the
+ * Bus), the target's servers start with empty caches, and a deleted token is not in `tokens`: it
+ * cannot authenticate after the move.
+ */
 const TABLES: { name: string; select: string }[] = [
   { name: "users", select: "SELECT * FROM users ORDER BY id" },
   { name: "tokens", select: "SELECT * FROM tokens" },
