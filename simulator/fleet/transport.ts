@@ -1,7 +1,7 @@
 /**
  * The fleet's HTTP connections, shared by all its blocks. Held calls (the commands long-poll and
- * activation) each keep a connection busy for up to 30 s, so they go to an undici agent without a
- * cap on connections; short calls (readings, snapshots) share a small pool of always-free
+ * activation) each keep a connection busy for up to 30 s, so they go to undici clients without a
+ * cap on connections (held-pool.ts: the free ones on a stack); short calls (readings, snapshots) share a small pool of always-free
  * connections. Mixing them in one pool would have the short calls scan past ten thousand busy
  * long-poll connections to find a free one.
  *
@@ -16,6 +16,7 @@ import { Agent } from "undici";
 import type { BlockTransport, TransportRequest, TransportResponse } from "../../protocol/transport.js";
 import { UndiciTransport } from "../../protocol/undici-transport.js";
 import { Http1Transport } from "../transport/http1-transport.js";
+import { HeldPool } from "./held-pool.js";
 
 export interface FleetTransport {
   transport: BlockTransport;
@@ -35,7 +36,7 @@ export const PIPELINING = 8;
 
 export function fleetTransport(shortConnections = SHORT_CONNECTIONS, pipelining = PIPELINING, kind: ShortCallClient = "http1"): FleetTransport {
   if (!SHORT_CALL_CLIENTS.includes(kind)) throw new TypeError(`fleetTransport: kind must be one of ${SHORT_CALL_CLIENTS.join(", ")}, got ${String(kind)}`);
-  const held = new Agent({ keepAliveTimeout: 60_000, connections: null, pipelining: 1 });
+  const held = new HeldPool({ keepAliveTimeout: 60_000 });
   const secure = new Agent({ keepAliveTimeout: 60_000, connections: shortConnections, pipelining: 1 });
   const lean = kind === "http1" ? new Http1Transport({ connections: shortConnections, pipelining }) : null;
   const router = new Router(new UndiciTransport(held), lean ?? new UndiciTransport(secure), new UndiciTransport(secure));
