@@ -12,12 +12,15 @@
  */
 import type { SendWindow } from "../../gateway/agent/index.js";
 
+/** A signal's waiter: one object per signal, reused for each of its waits (it waits once at a time). */
 interface Waiter {
   resolve(took: boolean): void;
-  /** Its signal aborted: skipped when a slot frees. */
+  /** Not waiting (served, or its signal aborted): skipped when a slot frees. */
   gone: boolean;
-  signal: AbortSignal;
 }
+
+/** A served waiter's resolve: it holds no promise until its next wait. */
+const served = (): void => {};
 
 /** How the window was used since the last reset (for the report's "limited by" verdict). */
 export interface WindowSummary {
@@ -51,7 +54,7 @@ export class FleetSendWindow implements SendWindow {
    * The waiter of each uplink's signal. An uplink keeps one signal for its life and waits at most
    * once at a time, so each signal gets one abort listener, not an add/remove pair per wait.
    */
-  private readonly bySignal = new WeakMap<AbortSignal, Waiter | null>();
+  private readonly bySignal = new WeakMap<AbortSignal, Waiter>();
 
   constructor(
     readonly size: number,
@@ -110,24 +113,33 @@ export class FleetSendWindow implements SendWindow {
   take(signal: AbortSignal): Promise<boolean> {
     if (signal.aborted) return Promise.resolve(false);
     if (this.tryTake()) return Promise.resolve(true);
-    if (!this.bySignal.has(signal)) {
+    let w = this.bySignal.get(signal);
+    if (!w) {
       signal.addEventListener(
         "abort",
         () => {
-          const w = this.bySignal.get(signal);
+          const aborted = this.bySignal.get(signal);
           this.bySignal.delete(signal);
-          if (!w || w.gone) return;
-          w.gone = true;
+          if (!aborted || aborted.gone) return;
+          aborted.gone = true;
           this.live--;
-          w.resolve(false);
+          const resolve = aborted.resolve;
+          aborted.resolve = served;
+          resolve(false);
         },
         { once: true },
       );
     }
-    return new Promise<boolean>((resolve) => {
-      const w: Waiter = { resolve, gone: false, signal };
+    // A second wait while the first is pending (not the uplink's way) gets a waiter of its own.
+    if (!w || !w.gone) {
+      w = { resolve: served, gone: true };
       this.bySignal.set(signal, w);
-      this.waiters.push(w);
+    }
+    const waiter = w;
+    return new Promise<boolean>((resolve) => {
+      waiter.resolve = resolve;
+      waiter.gone = false;
+      this.waiters.push(waiter);
       this.live++;
     });
   }
@@ -143,11 +155,12 @@ export class FleetSendWindow implements SendWindow {
       if (w.gone) continue;
       this.live--;
       w.gone = true;
-      // Served: its signal no longer points at it, so the waiter, its promise and what awaits it
-      // are not kept until the uplink's next wait (a second later, long enough to be promoted).
-      this.bySignal.set(w.signal, null);
+      // Served: the waiter keeps no promise (nor what awaits it) until its signal's next wait, a
+      // second later in a fleet, long enough to be promoted.
+      const resolve = w.resolve;
+      w.resolve = served;
       this.compact();
-      w.resolve(true);
+      resolve(true);
       return;
     }
     this.compact();

@@ -59,6 +59,29 @@ describe("fleet send window", () => {
     expect(w.busy).toBe(1);
   });
 
+  it("serves one signal's successive waits in turn, and lets the last go when the signal aborts", async () => {
+    const w = new FleetSendWindow(1);
+    const other = new AbortController();
+    const mine = new AbortController();
+    expect(w.tryTake()).toBe(true);
+    for (let i = 0; i < 3; i++) {
+      // Each round: mine waits behind another signal's wait, and is served after it.
+      const theirs = w.take(other.signal);
+      const wait = w.take(mine.signal);
+      w.give();
+      expect(await theirs).toBe(true);
+      w.give();
+      expect(await wait).toBe(true);
+    }
+    const last = w.take(mine.signal);
+    expect(w.waiting).toBe(1);
+    mine.abort();
+    expect(await last).toBe(false);
+    expect(w.waiting).toBe(0);
+    w.give();
+    expect(w.busy).toBe(0);
+  });
+
   it("keeps its queue bounded while it is never empty", async () => {
     const w = new FleetSendWindow(1);
     const signal = new AbortController().signal;
