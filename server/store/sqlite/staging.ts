@@ -15,9 +15,9 @@ import type { Database, Statement, Transaction } from "better-sqlite3";
  * store. A fleet's commits rewrite the same pages over and over (each device's row, the tail of the
  * staged table, the keys' leaves): a checkpoint copies each page once however often the WAL holds
  * it, so ten times fewer checkpoints copy far fewer pages. Measured on the ingest transaction with
- * 10,000 blocks, batches of 128 readings with keys: 32.6 -> 23.8 µs of CPU per event (0.73 ×), the
- * statements and COMMIT 56 -> 24 µs of wall time per event. The WAL grows to about 40 MiB (4 KiB
- * pages) before it is reused; a crash replays it at the next start.
+ * 10,000 blocks, batches of 128 readings with keys (`BENCH_SCALEOUT=checkpoint`): 0.73–0.85 × the
+ * CPU per event in two runs, the statements and COMMIT 0.42 × their wall time. The WAL grows to
+ * about 40 MiB (4 KiB pages) before it is reused; a crash replays it at the next start.
  */
 export const WAL_AUTOCHECKPOINT_PAGES = 10_000;
 
