@@ -76,6 +76,7 @@ export class ServerMetrics {
     kept("blockkit_rule_failures_total", "Rule runs stopped by a failing action", () => a.engine.stats.failed);
     kept("blockkit_rule_dropped_total", "Rule firings dropped (fired faster than it runs)", () => a.engine.stats.dropped);
     kept("blockkit_rule_runs_resumed_total", "Rule runs taken over here after the instance running them lost its lease (PostgreSQL)", () => a.engine.stats.resumed);
+    kept("blockkit_rule_evaluations_taken_over_total", "Readings whose rules were evaluated here after the instance that committed them lost its lease (PostgreSQL)", () => a.engine.evaluationsTakenOver);
     kept("blockkit_rule_loops_total", "Rule firings refused because the rule's own action chain caused the event", () => a.engine.stats.loops);
     kept("blockkit_rule_suspended_total", "Rules suspended for firing too fast for too long (the loop backstop)", () => a.engine.stats.suspended);
     keptByLabel("blockkit_limit_hits_total", "Times a limit bit (connections, timeouts, holds, rate limits)", "limit", () => s.limits.hits);

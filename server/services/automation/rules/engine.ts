@@ -81,6 +81,11 @@ export class RuleEngine {
         : null;
   }
 
+  /** Readings whose evaluation was claimed here after the instance that committed them lost its lease. */
+  get evaluationsTakenOver(): number {
+    return this.evaluations?.stats.claimed ?? 0;
+  }
+
   /**
    * For the Ingest service: whether an event's reading is evaluated durably (a rule of its owner
    * watches its device); null when evaluation is not durable (the embedded store).
