@@ -1,0 +1,168 @@
+/**
+ * How the uplink sends one cycle and what the answers do: the cycle's runs go out at once (a run of
+ * readings as one heartbeat array, a lone data reading through POST /data, a config event through
+ * POST /config), acknowledged entries leave the outbox, a reading the server refuses for good is
+ * dropped (a refused batch is resent one by one to find it), a passing failure backs off, and a
+ * replay is paced. When to send (the loop and its fast path) is the Uplink's business (uplink.ts).
+ */
+import type { Logger } from "pino";
+import { type BlockClient, BlockClientError } from "../../protocol/block-client.js";
+import { Backoff, sleep } from "./backoff.js";
+import { AgentLoop } from "./loop.js";
+import { stamp, wire } from "./runs.js";
+import type { Outbox, OutboxEntry } from "./types.js";
+
+export interface UplinkOptions {
+  /** Most readings in one heartbeat array. Default 1000 (the server's maximum). */
+  batchSize?: number;
+  /** Most readings sent per second while replaying a backlog; 0 = unpaced. Default 20 000. */
+  ratePerSecond?: number;
+  /** Batches in flight at once while replaying a backlog. Default 4. */
+  pipeline?: number;
+  /**
+   * A send window shared with other uplinks (the simulator's fleet): a cycle takes a slot before
+   * it cuts its batch and gives it back when the cycle ends. None by default (a gateway is alone).
+   */
+  window?: SendWindow;
+}
+
+/** Slots for cycles in flight, shared by many uplinks. */
+export interface SendWindow {
+  /** Takes a slot if one is free. */
+  tryTake(): boolean;
+  /** Waits for a slot; false if `signal` aborted first (no slot is then held). */
+  take(signal: AbortSignal): Promise<boolean>;
+  give(): void;
+}
+
+export interface UplinkHooks {
+  token(): string | null;
+  /** The server acknowledged `n` readings. */
+  acked(n: number): void;
+  /** The server refused one reading for good (400/413): it was dropped. */
+  rejected(entry: OutboxEntry, err: BlockClientError): void;
+  /** A call failed with 401/403: the token is revoked. */
+  unauthorized(err: BlockClientError): void;
+  /** Server reachable (true) or not (false). */
+  reachable(up: boolean, err?: unknown): void;
+}
+
+/** The outcome of one cycle. */
+export interface Cycle {
+  sent: number;
+  retry: boolean;
+  started: number;
+}
+
+export abstract class UplinkSender extends AgentLoop {
+  private readonly backoff: Backoff;
+  protected readonly batchSize: number;
+  private readonly ratePerSecond: number;
+  protected readonly pipeline: number;
+  protected readonly window: SendWindow | undefined;
+  /** Most entries cut for one cycle: `pipeline` runs of `batchSize`. */
+  protected readonly limit: number;
+
+  constructor(
+    private readonly client: BlockClient,
+    protected readonly outbox: Outbox,
+    protected readonly hooks: UplinkHooks,
+    private readonly log: Logger,
+    options: UplinkOptions & { backoff?: Backoff } = {},
+  ) {
+    super();
+    this.batchSize = options.batchSize ?? 1000;
+    this.ratePerSecond = options.ratePerSecond ?? 20_000;
+    this.pipeline = Math.max(1, options.pipeline ?? 4);
+    this.window = options.window;
+    this.backoff = options.backoff ?? new Backoff();
+    this.limit = this.batchSize * this.pipeline;
+  }
+
+  /** Sends the runs of one cycle at once; gives its window slot back when they are answered. */
+  protected async cycle(token: string, runs: OutboxEntry[][], signal: AbortSignal): Promise<Cycle> {
+    const started = Date.now();
+    let results: (number | "retry")[];
+    try {
+      results = runs.length === 1 ? [await this.send(token, runs[0] as OutboxEntry[], signal)] : await Promise.all(runs.map((run) => this.send(token, run, signal)));
+    } finally {
+      this.window?.give();
+    }
+    let sent = 0;
+    let retry = false;
+    for (const r of results) {
+      if (r === "retry") retry = true;
+      else sent += r;
+    }
+    return { sent, retry, started };
+  }
+
+  /**
+   * After a cycle: back off when it failed, pace the replay when it went through. Not async: most
+   * cycles need neither wait, and an async frame per cycle (per reading in steady state) showed.
+   */
+  protected settle(c: Cycle, signal: AbortSignal): Promise<void> | undefined {
+    if (c.retry) {
+      const delay = this.backoff.fail();
+      this.log.debug({ delayMs: delay }, "uplink failed, backing off");
+      return this.backoffSleep(delay, signal);
+    }
+    if (c.sent > 0 && this.ratePerSecond > 0) {
+      const minMs = (c.sent * 1000) / this.ratePerSecond;
+      const spent = Date.now() - c.started;
+      if (spent < minMs && this.outbox.stats().rows > 0) return sleep(minMs - spent, signal);
+    }
+    return undefined;
+  }
+
+  /** Sends one run; returns how many entries left the outbox, or "retry" on a passing failure. */
+  private async send(token: string, run: OutboxEntry[], signal: AbortSignal): Promise<number | "retry"> {
+    const first = run[0] as OutboxEntry;
+    try {
+      if (first.kind === "config") {
+        await this.client.config(token, { G: first.G, V: first.V, D: first.D, type: first.DA, ...(first.value !== null ? { DA: first.value } : {}), ...stamp(first) }, signal);
+      } else if (run.length === 1 && first.kind === "data") {
+        await this.client.data(token, wire(first), signal);
+      } else {
+        await this.client.heartbeat(token, run.map(wire), signal);
+      }
+    } catch (err) {
+      return this.failed(err, run, signal);
+    }
+    this.outbox.ack(run.length === 1 ? [first.id] : run.map((e) => e.id));
+    this.backoff.succeed();
+    this.hooks.reachable(true);
+    this.hooks.acked(run.length);
+    return run.length;
+  }
+
+  private async failed(err: unknown, run: OutboxEntry[], signal: AbortSignal): Promise<number | "retry"> {
+    if (signal.aborted) return 0;
+    const e = err instanceof BlockClientError ? err : new BlockClientError(String(err), 0, { cause: err });
+    if (e.unauthorized) {
+      this.hooks.unauthorized(e);
+      return 0;
+    }
+    if (!e.rejected) {
+      this.hooks.reachable(false, e);
+      return "retry";
+    }
+    this.hooks.reachable(true);
+    if (run.length === 1) {
+      const only = run[0] as OutboxEntry;
+      this.outbox.ack([only.id]);
+      this.hooks.rejected(only, e);
+      return 1;
+    }
+    // One bad reading must not hold the rest back: send them one by one to find it.
+    let n = 0;
+    for (const one of run) {
+      const token = this.hooks.token();
+      if (signal.aborted || !token) break;
+      const got = await this.send(token, [one], signal);
+      if (got === "retry") return n > 0 ? n : "retry";
+      n += got;
+    }
+    return n;
+  }
+}
