@@ -6,6 +6,7 @@ import { CliError } from "./errors.js";
 import type { PartitionInterval } from "../server/store/postgres/partition-ranges.js";
 import { dbUrl, duration, keyRetention, logLevel, networks, partitionInterval, port, positiveNumber, storeLocation, url } from "./options.js";
 import { stopOnSignals } from "./signals.js";
+import { parseStoreUrl } from "../server/store/url.js";
 
 interface ServerFlags {
   host: string;
@@ -74,6 +75,7 @@ export function registerServer(program: Command): void {
       const { BlockkitServer } = await import("../server/controller.js");
       const logger = await programLogger("blockkit", flags.logLevel);
       const { url: db, dataDir } = storeLocation(flags);
+      refusePgOnly(flags, db);
       const server = new BlockkitServer({
         host: flags.host,
         port: flags.port,
@@ -141,6 +143,16 @@ function fromEnv(name: string): string[] | undefined {
   } catch (err) {
     throw new CliError(`${name}: ${(err as Error).message}`);
   }
+}
+
+/**
+ * --retention and --partition-interval shape PostgreSQL's readings partitions; the embedded SQLite
+ * store has none and keeps every reading, so asking for them there is refused, not ignored.
+ */
+function refusePgOnly(flags: ServerFlags, db: string): void {
+  if (parseStoreUrl(db).kind !== "sqlite") return;
+  const given = [flags.retention !== undefined ? "--retention" : "", flags.partitionInterval !== undefined ? "--partition-interval" : ""].filter((f) => f !== "");
+  if (given.length > 0) throw new CliError(`${given.join(" and ")}: for a PostgreSQL store only (--db postgres://…); the embedded SQLite store keeps every reading`);
 }
 
 /** BLOCKKIT_IDEMPOTENCY_RETENTION: as --idempotency-retention, refused with the variable's name. */
