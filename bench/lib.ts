@@ -18,3 +18,19 @@ export function figure(name: string, value: number, unit: string, baseline?: { n
   const ratio = baseline ? `  (${(value / baseline.value).toFixed(2)} × ${baseline.name})` : "";
   process.stdout.write(`${name}: ${v} ${unit}${ratio}\n`);
 }
+
+/**
+ * Calls send(i) once a second for each of `blocks`, spread over 100 random 10 ms slots; each tick
+ * sends every slot that came due since the last one, so a late tick does not lose rate. Returns stop.
+ */
+export function sendEverySecond(blocks: number, send: (i: number) => void): () => void {
+  const slots: number[][] = Array.from({ length: 100 }, () => []);
+  for (let i = 0; i < blocks; i++) (slots[Math.floor(Math.random() * 100)] as number[]).push(i);
+  const t0 = performance.now();
+  let next = 0;
+  const ticker = setInterval(() => {
+    const due = Math.floor((performance.now() - t0) / 10);
+    for (; next <= due; next++) for (const i of slots[next % 100] as number[]) send(i);
+  }, 10);
+  return () => clearInterval(ticker);
+}

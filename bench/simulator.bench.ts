@@ -41,7 +41,7 @@ import { validateScenario } from "../simulator/scenario/parse.js";
 import { cpuTimeMs as cpuMsOf } from "./fixtures/proc-stats.js";
 import { startBare, startServer } from "./fixtures/procs.js";
 import { fleetRun, fleetTable, workersFor } from "./fixtures/sim-fleet.js";
-import { figure, machine } from "./lib.js";
+import { figure, machine, sendEverySecond } from "./lib.js";
 
 // The built simulator (bench/run.ts builds first), as it runs in production.
 const RUNNER = "../dist/simulator/runner.js";
@@ -162,15 +162,7 @@ async function bareLoop(baseUrl: string, blocks: number): Promise<{ cpuUsPerEven
         },
       );
   };
-  const slots: number[][] = Array.from({ length: 100 }, () => []);
-  for (let i = 0; i < blocks; i++) (slots[Math.floor(Math.random() * 100)] as number[]).push(i);
-  const t0 = performance.now();
-  let next = 0;
-  // Each tick sends every slot that came due since the last one, so a late tick does not lose rate.
-  const ticker = setInterval(() => {
-    const due = Math.floor((performance.now() - t0) / 10);
-    for (; next <= due; next++) for (const i of slots[next % 100] as number[]) send(i);
-  }, 10);
+  const stopSending = sendEverySecond(blocks, send);
   await new Promise((r) => setTimeout(r, 3000));
   const cpu0 = process.cpuUsage();
   const acked0 = acked;
@@ -179,7 +171,7 @@ async function bareLoop(baseUrl: string, blocks: number): Promise<{ cpuUsPerEven
   const cpu = process.cpuUsage(cpu0);
   const wallS = (performance.now() - w0) / 1000;
   const n = acked - acked0;
-  clearInterval(ticker);
+  stopSending();
   await http.close();
   const result = { cpuUsPerEvent: (cpu.user + cpu.system) / n, ackedPerSecond: n / wallS, cpuPercent: (cpu.user + cpu.system) / 1e4 / wallS };
   process.stdout.write(`\nbare loop, ${blocks} blocks × 1 POST/s (the simulator's transport: 32 connections, 8 calls pipelined on each):\n`);

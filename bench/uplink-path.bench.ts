@@ -13,7 +13,7 @@
  */
 import { join } from "node:path";
 import type { BlockTransport, TransportRequest, TransportResponse } from "../protocol/transport.js";
-import { figure, machine } from "./lib.js";
+import { figure, machine, sendEverySecond } from "./lib.js";
 
 const ROOT = process.env.BENCH_PATH_ROOT ?? join(import.meta.dirname, "..");
 const BLOCKS = Number(process.env.BENCH_PATH_BLOCKS ?? 10_000);
@@ -89,16 +89,9 @@ async function barePath(): Promise<number[]> {
       if (res.status === 200) acked++;
     });
   };
-  const slots: number[][] = Array.from({ length: 100 }, () => []);
-  for (let i = 0; i < BLOCKS; i++) (slots[Math.floor(Math.random() * 100)] as number[]).push(i);
-  const t0 = performance.now();
-  let next = 0;
-  const ticker = setInterval(() => {
-    const due = Math.floor((performance.now() - t0) / 10);
-    for (; next <= due; next++) for (const i of slots[next % 100] as number[]) send(i);
-  }, 10);
+  const stopSending = sendEverySecond(BLOCKS, send);
   const result = await rounds(() => acked);
-  clearInterval(ticker);
+  stopSending();
   return result;
 }
 
