@@ -10,7 +10,7 @@
  *    BENCH_SEARCH_BUDGET_S seconds (default 420) per setup, one step of each setup in turn
  *    ("sqlite@base,sqlite" alternates main's build with this one); then a table of the setups.
  */
-import { type FleetResult, parseSpec, runFleet } from "./fixtures/fleet-run.js";
+import { type FleetResult, type ServerFigures, parseSpec, runFleet } from "./fixtures/fleet-run.js";
 import { figure } from "./lib.js";
 
 const pc = (v: number): string => `${Math.round(v)} %`;
@@ -32,6 +32,9 @@ export function printFleet(r: FleetResult): void {
     figure(`  server ${i + 1} CPU`, s.cpu, `% of one core; commits: mean ${s.commitMeanMs.toFixed(1)} ms, 90 % ${s.commitP90}, ${s.perBatch.toFixed(0)} events each; ${s.fds} open files`);
     const part = (name: string, x: [number, number] | null): string => (x ? `${name} ${pc(x[0])} on a CPU, ${pc(x[1])} waiting for one` : "");
     process.stdout.write(`    threads: ${[part("event loop", s.eventLoop), part("ingest thread", s.ingest), part("others", s.others)].filter(Boolean).join("; ")}\n`);
+    const per = perReading(s, r.perS / r.servers.length);
+    process.stdout.write(`    CPU per acknowledged reading: ${per.total.toFixed(1)} µs (event loop ${per.eventLoop.toFixed(1)}, ingest thread ${per.ingest.toFixed(1)}, others ${per.others.toFixed(1)})\n`);
+    process.stdout.write(`    GET /metrics at the window's start and end: ${s.scrapeMs.map((v) => ms(v)).join(", ")}\n`);
   });
   if (spec.kind === "pg") figure("  PostgreSQL CPU, all its processes", r.pgCpu, "% of one core");
   if (r.pgBytes) {
@@ -39,6 +42,16 @@ export function printFleet(r: FleetResult): void {
     figure("  PostgreSQL bytes per idempotency key (heap + indexes)", r.pgBytes.perKey, `(${r.pgBytes.keys} keys)`);
   }
   process.stdout.write(`  the simulator says: limited by ${r.simSays}\n`);
+}
+
+/**
+ * A server's CPU per reading it acknowledged, µs (its share of the acknowledged rate: the blocks
+ * round robin): time on a CPU only, so that, unlike the throughput, it hardly moves with how busy
+ * the machine is. 1 % of a core at 1 reading/s is 10,000 µs.
+ */
+export function perReading(s: ServerFigures, perS: number): { total: number; eventLoop: number; ingest: number; others: number } {
+  const us = (pct: number): number => (pct * 10_000) / perS;
+  return { total: us(s.cpu), eventLoop: us(s.eventLoop[0]), ingest: us(s.ingest?.[0] ?? 0), others: us(s.others[0]) };
 }
 
 /** Whether a run kept up: the search's criterion. */
@@ -83,7 +96,14 @@ export function limitOf(r: FleetResult): string {
 }
 
 export async function fleetPart(dir: string, specs: string[], admin: string): Promise<void> {
-  for (const spec of specs) printFleet(await runFleet(dir, spec, admin, { pgSizes: true }));
+  for (const spec of specs) {
+    // One failed run (a simulator that exits without its report) does not lose the others.
+    const r = await runFleet(dir, spec, admin, { pgSizes: true }).catch((err: unknown) => {
+      process.stdout.write(`\nfleet ${spec}: failed: ${err instanceof Error ? err.message : String(err)}\n`);
+      return null;
+    });
+    if (r) printFleet(r);
+  }
 }
 
 const GRAIN = 500;
@@ -111,7 +131,9 @@ async function searchStep(dir: string, admin: string, s: Search, grain: number):
   s.ms += Date.now() - t0;
   s.step++;
   const ok = keptUp(r);
-  const servers = r.servers.map((v) => `${pc(v.cpu)} (${pc(v.eventLoop[0])} / ${pc(v.eventLoop[1])}${v.ingest ? `; ${pc(v.ingest[0])} / ${pc(v.ingest[1])}` : ""})`).join(", ");
+  const servers = r.servers
+    .map((v) => `${pc(v.cpu)} (${pc(v.eventLoop[0])} / ${pc(v.eventLoop[1])}${v.ingest ? `; ${pc(v.ingest[0])} / ${pc(v.ingest[1])}` : ""}), ${perReading(v, r.perS / r.servers.length).total.toFixed(0)} µs a reading`)
+    .join(", ");
   const commits = r.servers.map((v) => `${ms(v.commitMeanMs)} × ${v.perBatch.toFixed(0)}`).join(", ");
   const line = `| ${s.setup} | ${s.step} | ${n} | ${r.ratio.toFixed(2)} | ${ms(r.p50)} | ${ms(r.p99)} | ${r.errors} | ${pc(r.simCpu)} (${r.simEach.map(pc).join(" + ")}) | ${servers} | ${commits} | ${Number.isNaN(r.pgCpu) ? "—" : pc(r.pgCpu)} | ${pc(r.machineBusy)} | ${r.load[0].toFixed(1)} → ${r.load[1].toFixed(1)} | ${ok ? "yes" : `no: ${limitOf(r)}`} |`;
   s.lines.push(line);

@@ -173,24 +173,25 @@ if (runs("process")) {
     const r = spawnSync("ps", ["-o", "rss=", "-p", String(pid)], { encoding: "utf8" });
     return Number(r.stdout.trim()) / 1024;
   };
-  const { createServer } = await import("node:net");
-  const free = (): Promise<number> =>
-    new Promise<number>((resolve) => {
-      const s = createServer().listen(0, "127.0.0.1", () => {
-        const p = (s.address() as { port: number }).port;
-        s.close(() => resolve(p));
-      });
-    });
-  const health = await free();
-  const mqttPort = await free();
   // The production build, as systemd runs it (tsx alone costs tens of MB); rebuilt so it is current.
   process.stdout.write("building dist/ (npm run build) for the process figures…\n");
   spawnSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" });
   const t0 = performance.now();
   // The node flags of gateway/systemd/blockkit-gateway.service.
   const child = spawn(process.execPath, ["--max-semi-space-size=2", "dist/cli/index.js", "gateway", "--server", started.authUrl, "--node-id", nodeId(), "--user-token", ADMIN,
-    "--state-dir", join(dir, "gw-state"), "--mqtt-listen", String(mqttPort), "--health-port", String(health), "--log-level", "warn"], { stdio: ["ignore", "pipe", "inherit"] });
-  await new Promise<void>((resolve) => child.stdout.on("data", (c: Buffer) => c.toString().includes("ready") && resolve()));
+    "--state-dir", join(dir, "gw-state"), "--mqtt-listen", "0", "--health-port", "0", "--log-level", "warn"], { stdio: ["ignore", "pipe", "inherit"] });
+  // Ports the kernel picked (0), from the ready line: ports found free beforehand could be taken before the gateway bound them.
+  const ready = await new Promise<RegExpExecArray>((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (c: Buffer) => {
+      out += c.toString();
+      const m = /ready .* health http:\/\/[^\s/]+:(\d+) mqtt mqtt:\/\/[^\s/]+:(\d+)/.exec(out);
+      if (m) resolve(m);
+    });
+    child.once("exit", (code) => reject(new Error(`the gateway exited with ${code} before it was ready: ${out}`)));
+  });
+  const health = Number(ready[1]);
+  const mqttPort = Number(ready[2]);
   figure("gateway startup (spawn to ready, dist/)", Math.round(performance.now() - t0), "ms");
   await wait(3000);
   figure("gateway RSS idle", Math.round(rss(child.pid as number)), "MB");

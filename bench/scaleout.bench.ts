@@ -13,7 +13,9 @@
  *    over the measured window (bench/fleet.ts);
  *  - search: the largest fleet each setup keeps up with (BENCH_SEARCH_SETUPS, bench/fleet.ts);
  *  - checkpoint: the SQLite ingest thread's cost per reading with the WAL checkpointed every 1,000
- *    pages and every WAL_AUTOCHECKPOINT_PAGES, alternated (bench/checkpoint.ts).
+ *    pages and every WAL_AUTOCHECKPOINT_PAGES, alternated (bench/checkpoint.ts);
+ *  - scrape: the CPU of one scrape of the process metrics with a fleet's connections open, every
+ *    prom-client default gauge against the server's set, alternated (bench/scrape.ts).
  * Needs the PostgreSQL of the tests (BLOCKKIT_TEST_PG / DATABASE_URL / 127.0.0.1:5432 db test);
  * each run uses a schema of its own, dropped afterwards.
  */
@@ -24,6 +26,7 @@ import { join } from "node:path";
 import autocannon from "autocannon";
 import { checkpointPart } from "./checkpoint.js";
 import { fleetPart, searchPart } from "./fleet.js";
+import { scrapePart } from "./scrape.js";
 import { pgSchema } from "./fixtures/pg-schema.js";
 import { cpuTimeMs as cpuMs } from "./fixtures/proc-stats.js";
 import { type Proc, startServer } from "./fixtures/procs.js";
@@ -299,6 +302,7 @@ async function main(): Promise<void> {
     if (PARTS.includes("polls")) await pollsPart(dir);
     if (PARTS.includes("fleet")) await fleetPart(dir, FLEET, ADMIN);
     if (PARTS.includes("search")) await searchPart(dir, ADMIN);
+    if (PARTS.includes("scrape")) await scrapePart();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -59,8 +59,10 @@ export function registerGateway(program: Command): void {
         if (err instanceof StartCancelled) return;
         throw err;
       }
+      // The bound ports: with 0 (--health-port 0, --mqtt-listen 0) the system picked them.
       const health = gateway.health ? ` health http://${config.health.host}:${gateway.health.port}` : "";
-      process.stdout.write(`blockkit gateway ready node ${config.nodeId}${health}\n`);
+      const broker = gateway.broker ? ` mqtt mqtt://${config.mqtt?.listenHost ?? "127.0.0.1"}:${gateway.broker.port}` : "";
+      process.stdout.write(`blockkit gateway ready node ${config.nodeId}${health}${broker}\n`);
     });
 }
 

@@ -23,6 +23,12 @@ export function positiveInt(value: string): number {
   return n;
 }
 
+export function wholeNumber(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new InvalidArgumentError(`"${value}" is not a whole number`);
+  return n;
+}
+
 export function url(value: string): string {
   try {
     const u = new URL(value);

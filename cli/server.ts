@@ -4,9 +4,10 @@ import { StartCancelled } from "../protocol/lifecycle.js";
 import { programLogger } from "./logger.js";
 import { CliError } from "./errors.js";
 import type { PartitionInterval } from "../server/store/postgres/partition-ranges.js";
-import { dbUrl, duration, keyRetention, logLevel, networks, partitionInterval, port, positiveNumber, storeLocation, url } from "./options.js";
+import { dbUrl, duration, keyRetention, logLevel, networks, partitionInterval, port, positiveInt, positiveNumber, storeLocation, url, wholeNumber } from "./options.js";
 import { stopOnSignals } from "./signals.js";
 import { parseStoreUrl } from "../server/store/url.js";
+import type { LimitOptions } from "../server/services/limit-options.js";
 
 interface ServerFlags {
   host: string;
@@ -26,6 +27,9 @@ interface ServerFlags {
   partitionInterval?: PartitionInterval;
   idempotencyRetention?: number;
   lease: number;
+  maxConnectionsPerUser?: number;
+  maxConnectionsPerBlock?: number;
+  metricsReserve?: number;
 }
 
 export function registerServer(program: Command): void {
@@ -68,6 +72,21 @@ export function registerServer(program: Command): void {
       "networks they must not reach, besides link-local and the server's own ports; repeatable (env BLOCKKIT_OUTBOUND_DENY)",
       networks,
     )
+    .option(
+      "--max-connections-per-user <n>",
+      "open connections one user's credentials (token, OAuth tokens, sessions) may hold; past it a request is answered 429 and its connection closed (default: BLOCKKIT_MAX_CONNECTIONS_PER_USER, else 256)",
+      positiveInt,
+    )
+    .option(
+      "--max-connections-per-block <n>",
+      "open connections one block (its token) may hold, its long-poll included; the same answer past it (default: BLOCKKIT_MAX_CONNECTIONS_PER_BLOCK, else 32)",
+      positiveInt,
+    )
+    .option(
+      "--metrics-reserve <n>",
+      "connections from the machine itself admitted past the connection cap for GET /metrics and /healthz only; 0: none (default: BLOCKKIT_METRICS_RESERVE, else 8)",
+      wholeNumber,
+    )
     .option("--poll-hold <seconds>", "hold of the commands long-poll and of activation", positiveNumber, 30)
     .option("--log-level <level>", "log level", logLevel, "info")
     .action(async (flags: ServerFlags) => {
@@ -96,6 +115,7 @@ export function registerServer(program: Command): void {
           deny: flags.outboundDeny ?? fromEnv("BLOCKKIT_OUTBOUND_DENY"),
         },
         pollHoldSeconds: flags.pollHold,
+        limits: connectionShares(flags),
         logger,
       });
       // systemd's Type=notify (server/systemd/blockkit-server.service): READY=1 once listening.
@@ -132,6 +152,28 @@ export function registerServer(program: Command): void {
       process.stdout.write(`${out.join("\n")}\n`);
       await notify.ready(() => true);
     });
+}
+
+/** The connection shares of --max-connections-per-user, --max-connections-per-block, --metrics-reserve or their variables. */
+function connectionShares(flags: ServerFlags): Partial<LimitOptions> {
+  const pick = (flag: number | undefined, name: string, parse: (v: string) => number): number | undefined => {
+    if (flag !== undefined) return flag;
+    const value = process.env[name];
+    if (value === undefined || value.trim() === "") return undefined;
+    try {
+      return parse(value.trim());
+    } catch (err) {
+      throw new CliError(`${name}: ${(err as Error).message}`);
+    }
+  };
+  const out: Partial<LimitOptions> = {};
+  const user = pick(flags.maxConnectionsPerUser, "BLOCKKIT_MAX_CONNECTIONS_PER_USER", positiveInt);
+  const block = pick(flags.maxConnectionsPerBlock, "BLOCKKIT_MAX_CONNECTIONS_PER_BLOCK", positiveInt);
+  const reserve = pick(flags.metricsReserve, "BLOCKKIT_METRICS_RESERVE", wholeNumber);
+  if (user !== undefined) out.maxConnectionsPerUser = user;
+  if (block !== undefined) out.maxConnectionsPerBlock = block;
+  if (reserve !== undefined) out.metricsReserve = reserve;
+  return out;
 }
 
 /** A list of networks from the environment; refused with the variable's name when malformed. */

@@ -10,7 +10,7 @@
 import { isNodeId } from "./guid.js";
 import type { Dispatcher } from "undici";
 import type { CommandsResponse, Command } from "./payloads.js";
-import { type BlockTransport, NodeHttpTransport } from "./transport.js";
+import { type BlockTransport, NodeHttpTransport, type TransportRequest, type TransportResponse } from "./transport.js";
 
 /** One event as sent on the wire: the payload schemas of protocol/payloads.ts plus TIMESTAMP/KEY. */
 export interface WireReading {
@@ -91,6 +91,8 @@ export class BlockClient {
   private readonly ownTransport: boolean;
   private readonly timeoutMs: number;
   private readonly holdTimeoutMs: number;
+  /** The URLs of the block's events, made once. */
+  private readonly eventUrls: Record<"data" | "heartbeat" | "config", string>;
 
   constructor(o: BlockClientOptions) {
     if (!/^https?:\/\//.test(o.baseUrl)) throw new TypeError(`BlockClient: baseUrl must be an http(s) URL, got "${o.baseUrl}"`);
@@ -108,6 +110,7 @@ export class BlockClient {
     } else this.transport = new NodeHttpTransport({ maxSockets: 8, idleTimeoutMs: 60_000 });
     this.timeoutMs = o.timeoutMs ?? 15_000;
     this.holdTimeoutMs = o.holdTimeoutMs ?? 75_000;
+    this.eventUrls = { data: this.blockUrl("data"), heartbeat: this.blockUrl("heartbeat"), config: this.blockUrl("config") };
   }
 
   /**
@@ -128,18 +131,18 @@ export class BlockClient {
   }
 
   /** POST /block/:node/heartbeat with an array of readings (1..1000). */
-  async heartbeat(token: string, readings: WireReading[], signal?: AbortSignal): Promise<void> {
-    await this.call("POST", this.blockUrl("heartbeat"), { token, body: readings, signal, idempotent: readings.every((r) => r.KEY !== undefined) });
+  heartbeat(token: string, readings: WireReading[], signal?: AbortSignal): Promise<void> {
+    return this.post("heartbeat", token, readings, signal, readings.every((r) => r.KEY !== undefined));
   }
 
   /** POST /block/:node/data with one reading. */
-  async data(token: string, reading: WireReading, signal?: AbortSignal): Promise<void> {
-    await this.call("POST", this.blockUrl("data"), { token, body: reading, signal, idempotent: reading.KEY !== undefined });
+  data(token: string, reading: WireReading, signal?: AbortSignal): Promise<void> {
+    return this.post("data", token, reading, signal, reading.KEY !== undefined);
   }
 
   /** POST /block/:node/config with one config event. */
-  async config(token: string, event: WireConfig, signal?: AbortSignal): Promise<void> {
-    await this.call("POST", this.blockUrl("config"), { token, body: event, signal, idempotent: event.KEY !== undefined });
+  config(token: string, event: WireConfig, signal?: AbortSignal): Promise<void> {
+    return this.post("config", token, event, signal, event.KEY !== undefined);
   }
 
   /** One commands long-poll: resolves with the queued commands (possibly none) when the hold ends. */
@@ -159,6 +162,32 @@ export class BlockClient {
 
   async close(): Promise<void> {
     if (this.ownTransport) await this.transport?.close();
+  }
+
+  /**
+   * A block event's POST (data, heartbeat, config): call()'s request and errors without its async
+   * frames, one promise on the transport's. The simulator's uplink sends one a reading, and the two
+   * async layers (their promises and resumptions) were a tenth of its CPU per reading.
+   */
+  private post(what: "data" | "heartbeat" | "config", token: string, body: unknown, signal: AbortSignal | undefined, idempotent: boolean): Promise<void> {
+    const url = this.eventUrls[what];
+    const transport = this.transport;
+    if (transport === undefined) return this.call("POST", url, { token, body, signal, idempotent }).then(nothing);
+    let sent: Promise<TransportResponse>;
+    try {
+      const request: TransportRequest = { method: "POST", url, headers: this.headersFor(token, "application/json"), body: JSON.stringify(body), signal, timeoutMs: this.timeoutMs, idempotent };
+      sent = transport.send(request);
+    } catch (err) {
+      return Promise.reject(networkError("POST", url, err));
+    }
+    return sent.then(
+      (res) => {
+        if (res.status < 200 || res.status >= 300) throw answerError("POST", url, res.status, res.body);
+      },
+      (err: unknown) => {
+        throw networkError("POST", url, err);
+      },
+    );
   }
 
   /**
@@ -221,25 +250,39 @@ export class BlockClient {
       status = res.status;
       answer = res.body;
     } catch (err) {
-      throw new BlockClientError(`${method} ${redact(url)}: ${(err as Error).message}`, 0, { cause: err });
+      throw networkError(method, url, err);
     }
     const ok = status >= 200 && status < 300;
     // The envelope of a reading's acknowledgement says nothing the status does not: read only
     // answers with content (activation, commands) and errors (for the server's message).
     if (ok && !o.json) return { status, json: null };
-    const text = answer.toString("utf8");
-    let json: unknown = null;
-    if (text.length > 0) {
-      try {
-        json = JSON.parse(text);
-      } catch {
-        json = null;
-      }
-    }
-    if (ok) return { status, json };
-    const msg = (json as { error?: unknown } | null)?.error;
-    throw new BlockClientError(`${method} ${redact(url)} answered ${status}${typeof msg === "string" ? `: ${msg}` : ""}`, status);
+    if (ok) return { status, json: parseJson(answer) };
+    throw answerError(method, url, status, answer);
   }
+}
+
+const nothing = (): void => {};
+
+/** The answer's JSON, null when empty or not JSON. */
+function parseJson(answer: Buffer): unknown {
+  const text = answer.toString("utf8");
+  if (text.length === 0) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+/** A call that got no answer (network, timeout, abort): status 0. */
+function networkError(method: string, url: string, err: unknown): BlockClientError {
+  return new BlockClientError(`${method} ${redact(url)}: ${(err as Error).message}`, 0, { cause: err });
+}
+
+/** A non-2xx answer, with the server's envelope message when it has one. */
+function answerError(method: string, url: string, status: number, answer: Buffer): BlockClientError {
+  const msg = (parseJson(answer) as { error?: unknown } | null)?.error;
+  return new BlockClientError(`${method} ${redact(url)} answered ${status}${typeof msg === "string" ? `: ${msg}` : ""}`, status);
 }
 
 /** URLs in error messages never carry the user token. */

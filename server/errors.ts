@@ -56,14 +56,33 @@ export const timeout = (message: string): ServiceError => new ServiceError("TIME
  */
 const STORE_DOWN = /^(SQLITE_(FULL|IOERR|READONLY|CANTOPEN|CORRUPT|NOTADB)|53\d\d\d|08\d\d\d|57P0[123]|25006)/;
 
-/** The store failure behind `err` (itself or a cause), or null when it is something else. */
-export function storeFailure(err: unknown): { code: string; message: string } | null {
+/** The first error in `err` and its causes (at most 5 deep) whose string code matches `codes`. */
+function codeIn(err: unknown, codes: RegExp): { code: string; message: string } | null {
   for (let e = err, depth = 0; e && typeof e === "object" && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === "string" && STORE_DOWN.test(code)) return { code, message: (e as Error).message };
+    if (typeof code === "string" && codes.test(code)) return { code, message: (e as Error).message };
   }
   return null;
 }
+
+/** The store failure behind `err` (itself or a cause), or null when it is something else. */
+export const storeFailure = (err: unknown): { code: string; message: string } | null => codeIn(err, STORE_DOWN);
+
+/**
+ * Codes of a store that is sound but could not take its lock in time: SQLite's write lock held past
+ * busy_timeout (SQLITE_BUSY, SQLITE_LOCKED and their extended codes; on the embedded store the
+ * ingest thread's group commits hold it back to back under a fleet's load) and PostgreSQL's
+ * serialization failure, deadlock and lock_not_available (40001, 40P01, 55P03). The transaction
+ * was rolled back, so nothing was stored: a 503 to retry, not a 500 and not a degraded store.
+ */
+const STORE_BUSY = /^(SQLITE_(BUSY|LOCKED)|40001$|40P01$|55P03$)/;
+
+/** The lock a store could not take behind `err` (itself or a cause), or null when it is something else. */
+export const storeBusy = (err: unknown): { code: string } | null => codeIn(err, STORE_BUSY);
+
+/** The 503 for a write the store could not take its lock for in time. */
+export const storeBusyUnavailable = (code: string, cause?: unknown): ServiceError =>
+  new ServiceError("UNAVAILABLE", `the store is busy (${code}); nothing was stored, retry`, { cause });
 
 /** The 503 for a write (or read) the store could not do: the same answer on every route. */
 export const storeUnavailable = (code: string, cause?: unknown): ServiceError =>

@@ -16,12 +16,22 @@ export function entryBytes(e: NewOutboxEntry): number {
   return e.G.length + e.DA.length + (e.value?.length ?? 0) + e.key.length;
 }
 
+/** What peek() returns when nothing waits: one frozen empty array (callers only read a batch). */
+const NOTHING = Object.freeze([]) as unknown as OutboxEntry[];
+
 /** Hears which entries were acknowledged and when (the simulator times ingest with it). */
 export type AckListener = (entries: OutboxEntry[], now: number) => void;
 
 export class MemoryOutbox implements Outbox {
+  /**
+   * The entries waiting are entries[head..tail). Slots outside are undefined, and the array is
+   * kept when it empties (only head and tail go back to 0): a block sending one reading at a time
+   * would otherwise drop the array's store after each acknowledgement and make a new one for the
+   * next reading.
+   */
   private entries: OutboxEntry[] = [];
   private head = 0;
+  private tail = 0;
   private nextId = 1;
   private bytes = 0;
   private dropped = 0;
@@ -37,7 +47,7 @@ export class MemoryOutbox implements Outbox {
 
   append(entries: NewOutboxEntry[]): number {
     for (const e of entries) {
-      this.entries.push({ id: this.nextId++, kind: e.kind, G: e.G, V: e.V, D: e.D, DA: e.DA, value: e.value, ts: e.ts, key: e.key });
+      this.entries[this.tail++] = { id: this.nextId++, kind: e.kind, G: e.G, V: e.V, D: e.D, DA: e.DA, value: e.value, ts: e.ts, key: e.key };
       this.bytes += entryBytes(e);
     }
     let dropped = 0;
@@ -52,8 +62,10 @@ export class MemoryOutbox implements Outbox {
 
   peek(limit: number, afterId = 0): OutboxEntry[] {
     let from = this.head;
-    while (from < this.entries.length && (this.entries[from] as OutboxEntry).id <= afterId) from++;
-    return this.entries.slice(from, from + limit);
+    while (from < this.tail && (this.entries[from] as OutboxEntry).id <= afterId) from++;
+    // Nothing to send (an uplink looks after every answer): no new array for it.
+    if (from >= this.tail) return NOTHING;
+    return this.entries.slice(from, Math.min(from + limit, this.tail));
   }
 
   ack(ids: number[]): void {
@@ -79,7 +91,7 @@ export class MemoryOutbox implements Outbox {
     }
     if (gone.size === 0) return;
     const keep: OutboxEntry[] = [];
-    for (let i = this.head; i < this.entries.length; i++) {
+    for (let i = this.head; i < this.tail; i++) {
       const e = this.entries[i] as OutboxEntry;
       if (gone.has(e.id)) {
         acked.push(e);
@@ -88,6 +100,7 @@ export class MemoryOutbox implements Outbox {
     }
     this.entries = keep;
     this.head = 0;
+    this.tail = keep.length;
   }
 
   /** Entries waiting to be acknowledged. */
@@ -114,11 +127,12 @@ export class MemoryOutbox implements Outbox {
   close(): void {
     this.entries = [];
     this.head = 0;
+    this.tail = 0;
     this.bytes = 0;
   }
 
   private size(): number {
-    return this.entries.length - this.head;
+    return this.tail - this.head;
   }
 
   private shift(): void {
@@ -130,11 +144,14 @@ export class MemoryOutbox implements Outbox {
   }
 
   private compact(): void {
-    if (this.head === this.entries.length) {
-      this.entries.length = 0;
+    if (this.head === this.tail) {
+      // Empty: the slots are undefined already; a backlog's large array goes.
+      if (this.entries.length > 1024) this.entries = [];
       this.head = 0;
-    } else if (this.head > 1024 && this.head * 2 > this.entries.length) {
-      this.entries = this.entries.slice(this.head);
+      this.tail = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.tail) {
+      this.entries = this.entries.slice(this.head, this.tail);
+      this.tail -= this.head;
       this.head = 0;
     }
   }

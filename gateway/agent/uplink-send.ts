@@ -116,27 +116,37 @@ export abstract class UplinkSender extends AgentLoop {
   }
 
   /** Sends one run; returns how many entries left the outbox, or "retry" on a passing failure. */
-  private async send(token: string, run: OutboxEntry[], signal: AbortSignal): Promise<number | "retry"> {
+  private send(token: string, run: OutboxEntry[], signal: AbortSignal): Promise<number | "retry"> {
+    return this.request(token, run, signal).then(
+      () => this.delivered(run),
+      (err: unknown) => this.failed(err, run, signal),
+    );
+  }
+
+  /** The client's call for one run (never throws: a failure is a rejection). */
+  protected request(token: string, run: OutboxEntry[], signal: AbortSignal): Promise<void> {
     const first = run[0] as OutboxEntry;
     try {
       if (first.kind === "config") {
-        await this.client.config(token, { G: first.G, V: first.V, D: first.D, type: first.DA, ...(first.value !== null ? { DA: first.value } : {}), ...stamp(first) }, signal);
-      } else if (run.length === 1 && first.kind === "data") {
-        await this.client.data(token, wire(first), signal);
-      } else {
-        await this.client.heartbeat(token, run.map(wire), signal);
+        return this.client.config(token, { G: first.G, V: first.V, D: first.D, type: first.DA, ...(first.value !== null ? { DA: first.value } : {}), ...stamp(first) }, signal);
       }
+      if (run.length === 1 && first.kind === "data") return this.client.data(token, wire(first), signal);
+      return this.client.heartbeat(token, run.map(wire), signal);
     } catch (err) {
-      return this.failed(err, run, signal);
+      return Promise.reject(err);
     }
-    this.outbox.ack(run.length === 1 ? [first.id] : run.map((e) => e.id));
+  }
+
+  /** A run was acknowledged: it leaves the outbox. */
+  protected delivered(run: OutboxEntry[]): number {
+    this.outbox.ack(run.length === 1 ? [(run[0] as OutboxEntry).id] : run.map((e) => e.id));
     this.backoff.succeed();
     this.hooks.reachable(true);
     this.hooks.acked(run.length);
     return run.length;
   }
 
-  private async failed(err: unknown, run: OutboxEntry[], signal: AbortSignal): Promise<number | "retry"> {
+  protected async failed(err: unknown, run: OutboxEntry[], signal: AbortSignal): Promise<number | "retry"> {
     if (signal.aborted) return 0;
     const e = err instanceof BlockClientError ? err : new BlockClientError(String(err), 0, { cause: err });
     if (e.unauthorized) {

@@ -12,7 +12,9 @@
  * notify() queues one microtask that cuts and sends the cycle, and the answer's callback settles
  * it and looks again, as the loop would at its top. The loop stays parked in its idle wait, so a
  * reading costs no wake-up promise and no loop resumption (with ten thousand blocks those promises
- * lived a second each, were promoted and cost the old-generation GC). Anything else (a full
+ * lived a second each, were promoted and cost the old-generation GC). A cycle of one run (a reading,
+ * or a turn's few as one heartbeat) is sent and settled by two callbacks on the client's promise,
+ * without cycle()'s async frames. Anything else (a full
  * window, a backlog of a whole pipeline, a stop) wakes the loop, which decides from the top.
  */
 import { splitRuns } from "./runs.js";
@@ -37,6 +39,11 @@ export class Uplink extends UplinkSender {
   private readonly settledFn = (c: Cycle): void => this.fastSettled(c);
   private readonly againFn = (): void => this.again();
   private readonly tookFn = (took: boolean): void => this.took(took);
+  private readonly run1OkFn = (): void => this.run1Ok();
+  private readonly run1FailedFn = (err: unknown): Promise<void> => this.run1Failed(err);
+  /** The run of the fast cycle in flight, and that cycle's outcome (settle() reads it, keeps nothing). */
+  private run1: OutboxEntry[] | null = null;
+  private readonly one: Cycle = { sent: 0, retry: false, started: 0 };
   /** A window slot the fast path took and handed to the loop with a backlog. */
   private held = false;
 
@@ -103,7 +110,48 @@ export class Uplink extends UplinkSender {
   }
 
   private send1(token: string, batch: OutboxEntry[]): void {
-    this.inFlight = this.cycle(token, splitRuns(batch, this.batchSize, this.pipeline), this.signal).then(this.settledFn);
+    // A lone entry is one run (what splitRuns would cut): no arrays made for it.
+    const runs = batch.length === 1 ? null : splitRuns(batch, this.batchSize, this.pipeline);
+    if (runs !== null && runs.length > 1) {
+      this.inFlight = this.cycle(token, runs, this.signal).then(this.settledFn);
+      return;
+    }
+    // One run, the steady state: the cycle by callbacks on the client's promise (no async frames),
+    // its run and start in fields (one fast cycle at a time).
+    this.run1 = runs === null ? batch : (runs[0] as OutboxEntry[]);
+    this.one.started = Date.now();
+    this.inFlight = this.request(token, this.run1, this.signal).then(this.run1OkFn, this.run1FailedFn);
+  }
+
+  /** The fast cycle's run was acknowledged. */
+  private run1Ok(): void {
+    const run = this.run1 as OutboxEntry[];
+    this.run1 = null;
+    try {
+      this.one.sent = this.delivered(run);
+    } finally {
+      this.window?.give();
+    }
+    this.one.retry = false;
+    this.fastSettled(this.one);
+  }
+
+  /** The fast cycle's run failed: what a cycle does then (one by one after a refusal, or retry). */
+  private run1Failed(err: unknown): Promise<void> {
+    const run = this.run1 as OutboxEntry[];
+    this.run1 = null;
+    return this.failed(err, run, this.signal).then(
+      (r) => {
+        this.window?.give();
+        this.one.sent = r === "retry" ? 0 : r;
+        this.one.retry = r === "retry";
+        this.fastSettled(this.one);
+      },
+      (e: unknown) => {
+        this.window?.give();
+        throw e;
+      },
+    );
   }
 
   /** A fast cycle ended: back off or pace as the loop would, then look again. */

@@ -4,9 +4,9 @@
  * without parsing it, and applies the per-credential rate limit.
  */
 import type { IncomingHttpHeaders } from "node:http";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { isNodeId } from "../../protocol/guid.js";
-import { badRequest } from "../errors.js";
+import { ServiceError, badRequest } from "../errors.js";
 import type { BlockPrincipal, UserPrincipal } from "../services/auth.js";
 import type { Services } from "../services/index.js";
 import { resolveUser } from "./session-auth.js";
@@ -48,22 +48,37 @@ export function isConstrainedClient(headers: IncomingHttpHeaders): boolean {
 export function installAuth(app: FastifyInstance, s: Services): void {
   app.decorateRequest("principal", null);
   app.decorateRequest("blockPrincipal", null);
-  app.addHook("onRequest", async function authenticate(request) {
+  // A client that authenticated: its connection is proven, no longer the first evicted at the
+  // connection cap (Limits.admit), so a flood of connections that never get this far cannot keep
+  // it out; and it counts in its user's or its block's share of connections, so that one
+  // credential cannot fill the cap with proven ones either. Past the share: 429, connection closed.
+  app.addHook("onRequest", async function authenticate(request, reply) {
     const mode = request.routeOptions.config.auth;
+    const socket = request.raw.socket;
     if (mode === "user") {
-      request.principal = await resolveUser(s, request);
-      s.rateLimiter.take(request.principal.tokenHash);
+      const principal = await resolveUser(s, request);
+      request.principal = principal;
+      if (!s.limits.proveUser(socket, principal.userId)) {
+        throw tooManyConnections(reply, `this account's credentials hold ${s.limits.options.maxConnectionsPerUser} connections already`);
+      }
+      s.rateLimiter.take(principal.tokenHash);
     } else if (mode === "block") {
       const nodeId = (request.params as { nodeId?: string }).nodeId ?? "";
       if (!isNodeId(nodeId)) throw badRequest(`node id "${nodeId}" is not 12 or more alphanumeric characters`);
-      request.blockPrincipal = await s.auth.block(blockToken(request.headers), nodeId);
-      s.rateLimiter.take(request.blockPrincipal.tokenHash);
-    } else return;
-    // A client that authenticated: its connection is no longer the first evicted at the
-    // connection cap (Limits.admit), so a flood of connections that never get this far cannot
-    // keep it out.
-    s.limits.prove(request.raw.socket);
+      const principal = await s.auth.block(blockToken(request.headers), nodeId);
+      request.blockPrincipal = principal;
+      if (!s.limits.proveBlock(socket, principal.nodeId)) {
+        throw tooManyConnections(reply, `block ${principal.nodeId} holds ${s.limits.options.maxConnectionsPerBlock} connections already`);
+      }
+      s.rateLimiter.take(principal.tokenHash);
+    }
   });
+}
+
+/** The 429 of a request past its credential's share of connections; the connection is closed after it. */
+function tooManyConnections(reply: FastifyReply, why: string): ServiceError {
+  reply.raw.shouldKeepAlive = false;
+  return new ServiceError("RATE_LIMITED", `too many connections: ${why}; close one or retry later`);
 }
 
 export function userOf(request: FastifyRequest): UserPrincipal {

@@ -177,7 +177,7 @@ export function blockRoutes(app: FastifyInstance, s: Services): void {
       s.rateLimiter.take(principal.tokenHash);
       return reply.send({ token: await s.activation.direct(nodeId, principal.userId) });
     }
-    const token = await s.activation.wait(nodeId, (cancel) => onClientGone(reply, cancel), request.ip);
+    const token = await s.activation.wait(nodeId, (cancel) => onClientGone(reply, cancel), request.ip, request.raw.socket);
     if (token === null) return reply.code(204).send();
     return reply.send({ token });
   });

@@ -2,10 +2,12 @@
  * The node:http servers of both listeners, with the limits of services/limits.ts: time for headers
  * and for a whole request (a slow body is answered 408 and closed), connections per address and in
  * total over both listeners (a connection over a cap is reset at once, before it costs a request;
- * at the total cap the oldest connection not yet proven is reset instead).
+ * at the total cap the oldest connection not yet proven is reset instead, and a connection from the
+ * machine itself may take a place of the metrics reserve, which serves /metrics and /healthz only).
  */
-import { type RequestListener, type Server, createServer } from "node:http";
+import { type IncomingMessage, type RequestListener, type Server, type ServerResponse, createServer } from "node:http";
 import type { Socket } from "node:net";
+import { fail } from "../../protocol/envelope.js";
 import type { LimitOptions, Limits } from "../services/limits.js";
 
 /**
@@ -33,7 +35,10 @@ export function guardedServer(
   timeouts: ServerTimeouts,
 ): Server {
   const o = limits.options;
-  const server = createServer({ connectionsCheckingInterval: TIMEOUT_CHECK_MS }, listener);
+  const server = createServer({ connectionsCheckingInterval: TIMEOUT_CHECK_MS }, (req, res) => {
+    if (limits.inReserve(req.socket) && !reserveMay(req)) refuseInReserve(res);
+    else listener(req, res);
+  });
   // A client that half-closes right after its request (the Arduino Ethernet block library does,
   // without reading the answer) has that request aborted by Node unless this is set
   // (socketOnEnd in lib/_http_server.js): the reading would be lost. With it, the answer is
@@ -55,12 +60,7 @@ export function guardedServer(
   server.removeAllListeners("connection");
   server.on("connection", (socket: Socket) => {
     const address = socket.remoteAddress ?? "";
-    let released = false;
-    const release = (): void => {
-      if (released) return;
-      released = true;
-      limits.release(address, socket);
-    };
+    const release = (): void => limits.release(socket);
     const evict = (): void => {
       release();
       socket.resetAndDestroy();
@@ -73,4 +73,19 @@ export function guardedServer(
     for (const l of setUp) l.call(server, socket);
   });
   return server;
+}
+
+/** What a connection of the metrics reserve may ask: the operator's view of a full server. */
+function reserveMay(req: IncomingMessage): boolean {
+  if (req.method !== "GET") return false;
+  const path = req.url?.split("?")[0];
+  return path === "/metrics" || path === "/healthz";
+}
+
+/** Any other request on a reserve connection: 503 with the envelope, and the connection closed. */
+function refuseInReserve(res: ServerResponse): void {
+  const body = JSON.stringify(fail("the server is at its connection cap; this connection was admitted for GET /metrics and GET /healthz only: retry later"));
+  res.shouldKeepAlive = false;
+  res.writeHead(503, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
+  res.end(body);
 }

@@ -3,7 +3,7 @@ import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Limits } from "../services/limits.js";
 import { fail } from "../../protocol/envelope.js";
-import { ServiceError, storeFailure, storeUnavailable } from "../errors.js";
+import { ServiceError, storeBusy, storeBusyUnavailable, storeFailure, storeUnavailable } from "../errors.js";
 import type { StoreHealth } from "../services/store-health.js";
 
 const FASTIFY_STATUS: Record<string, number> = {
@@ -93,10 +93,17 @@ export function installErrorHandling(app: FastifyInstance, bodyLimit: number, he
     // A store that cannot write is a 503 with the same message everywhere, whatever the route.
     const store = storeFailure(err);
     if (store) health?.failed(store);
-    const { status, message } = describe(store && !(err instanceof ServiceError) ? (storeUnavailable(store.code, err) as unknown as FastifyError) : err, bodyLimit);
+    // A store that could not take its lock in time is sound: a 503 to retry, the store not degraded.
+    const plain = !(err instanceof ServiceError);
+    const busy = plain && !store ? storeBusy(err) : null;
+    let answer: FastifyError = err;
+    if (plain && store) answer = storeUnavailable(store.code, err) as unknown as FastifyError;
+    else if (busy) answer = storeBusyUnavailable(busy.code, err) as unknown as FastifyError;
+    const { status, message } = describe(answer, bodyLimit);
+    if (busy) request.log.warn({ code: busy.code, url: request.routeOptions.url }, "the store was busy: answered 503");
     // A 504 is a peer that did not answer in time (a camera's block): news, not a failure of ours.
     if (status === 504) request.log.info({ code: err.code, status, message }, "request timed out");
-    else if (status >= 500) request.log.error({ err }, "request failed");
+    else if (status >= 500 && !busy) request.log.error({ err }, "request failed");
     else request.log.debug({ code: err.code, status, message }, "request refused");
     if (reply.sent || reply.raw.headersSent) return;
     if (status === 413 || (status >= 400 && status < 500 && !request.raw.complete)) drainRefusedBody(request, reply);

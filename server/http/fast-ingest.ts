@@ -45,13 +45,15 @@ const CHECKS = {
   config: TypeCompiler.Compile(StrictEvents.ConfigEvent),
 } as const;
 const OK_BODY = JSON.stringify(ok());
+const JSON_TYPE = "application/json; charset=utf-8";
+/** The headers of every acknowledgement (writeHead reads them, never changes them). */
+const OK_HEADERS: Readonly<Record<string, string | number>> = { "content-type": JSON_TYPE, "content-length": Buffer.byteLength(OK_BODY) };
 /** The routes' patterns as fastify names them (metrics labels). */
 const ROUTE_PATTERN: Record<Kind, string> = {
   data: `${REST_PREFIX}/block/:nodeId/data`,
   heartbeat: `${REST_PREFIX}/block/:nodeId/heartbeat`,
   config: `${REST_PREFIX}/block/:nodeId/config`,
 };
-const JSON_TYPE = "application/json; charset=utf-8";
 /** Response headers of an injected answer that describe the connection, not the answer. */
 const HOP_HEADERS = new Set(["connection", "keep-alive", "transfer-encoding", "date"]);
 
@@ -111,10 +113,11 @@ export class FastIngest {
     const token = blockToken(h);
     if (token === undefined) return false;
     const principal = this.s.auth.cachedBlock(token, m[1] as string);
-    // An empty bucket: fastify answers the 429 and counts the limit (not reported here too).
-    if (!principal || !this.s.rateLimiter.tryTake(principal.tokenHash, false)) return false;
-    // Authenticated, as in the auth hook: not evicted at the connection cap (Limits.admit).
-    this.s.limits.prove(req.socket);
+    // Authenticated, as in the auth hook: not evicted at the connection cap, and counted in the
+    // block's share of connections (Limits.proveBlock). Past the share, or with an empty bucket:
+    // fastify answers the 429 and counts the limit (not reported here too).
+    if (!principal || !this.s.limits.proveBlock(req.socket, principal.nodeId, false)) return false;
+    if (!this.s.rateLimiter.tryTake(principal.tokenHash, false)) return false;
     const kind = m[2] as Kind;
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -163,6 +166,11 @@ export class FastIngest {
   private send(res: ServerResponse, status: number, body: string, kind: Kind | null): void {
     if (kind) this.s.metrics.request(ROUTE_PATTERN[kind], "POST", status);
     if (res.destroyed) return;
+    if (body === OK_BODY && !this.closing) {
+      res.writeHead(status, OK_HEADERS);
+      res.end(body);
+      return;
+    }
     const headers: Record<string, string | number> = { "content-type": JSON_TYPE, "content-length": Buffer.byteLength(body) };
     // Closing: end the connection with this answer rather than keep it for another request.
     if (this.closing) headers.connection = "close";

@@ -68,9 +68,12 @@ export class Activation {
 
   /**
    * The two-legged flow: resolves with the token once claimed, or null when the hold ends. Throws
-   * 429 when `address` already holds its share of requests, or the server all it holds.
+   * 429 when `address` already holds its share of requests, or the server all it holds. While held,
+   * the request's `connection` (its socket) is not evicted at the connection cap: a block waiting
+   * for its token has no credential to prove its connection with, and would otherwise be the first
+   * reset (Limits.holdActivation); these holds are bounded by the two caps above instead.
    */
-  async wait(nodeId: string, onAbort: (cancel: () => void) => void, address = ""): Promise<string | null> {
+  async wait(nodeId: string, onAbort: (cancel: () => void) => void, address = "", connection?: object): Promise<string | null> {
     const o = this.limits.options;
     const mine = this.holdsByAddress.get(address) ?? 0;
     if (mine >= o.maxActivationHoldsPerAddress && this.limits.capped(address)) {
@@ -83,9 +86,11 @@ export class Activation {
     }
     this.holds++;
     this.holdsByAddress.set(address, mine + 1);
+    const unhold = connection ? this.limits.holdActivation(connection) : undefined;
     try {
       return await this.hold(nodeId, onAbort, address);
     } finally {
+      unhold?.();
       this.holds--;
       const left = (this.holdsByAddress.get(address) ?? 1) - 1;
       if (left <= 0) this.holdsByAddress.delete(address);

@@ -86,6 +86,8 @@ export class Ingest {
   private evaluation: Evaluation | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
   private pruning: Promise<unknown> | null = null;
+  /** Aborted by stop(): a prune running (a long one after the retention was lowered) ends after its current batch. */
+  private readonly pruneStop = new AbortController();
   private readonly maxBatch: number;
   private readonly keyRetentionMs: number;
   private readonly clock: () => number;
@@ -109,11 +111,14 @@ export class Ingest {
     this.clock = options.clock ?? Date.now;
   }
 
-  /** Prunes the keys at start (a server down for a while has some to forget) and then every hour. */
+  /**
+   * Prunes the keys at start (a server down for a while has some to forget) and then every hour.
+   * A stop does not wait for the prune, only for its current batch: the next start goes on with it.
+   */
   start(): void {
     const prune = (): void => {
       if (this.pruning || this.stopped) return;
-      this.pruning = this.pruneKeys()
+      this.pruning = this.pruneKeys(this.pruneStop.signal)
         .catch((err: unknown) => this.log.warn({ err }, "pruning idempotency keys failed"))
         .finally(() => (this.pruning = null));
     };
@@ -122,10 +127,14 @@ export class Ingest {
     this.pruneTimer.unref();
   }
 
-  /** Forgets the idempotency keys first seen more than the retention ago; returns how many. */
-  async pruneKeys(): Promise<number> {
-    const n = await this.store.events.pruneKeys(this.clock() - this.keyRetentionMs);
-    if (n > 0) this.log.info({ keys: n }, "idempotency keys pruned");
+  /**
+   * Forgets the idempotency keys first seen more than the retention ago, in batches; stops between
+   * two once `signal` is aborted. Returns how many.
+   */
+  async pruneKeys(signal?: AbortSignal): Promise<number> {
+    const n = await this.store.events.pruneKeys(this.clock() - this.keyRetentionMs, signal);
+    if (signal?.aborted) this.log.info({ keys: n }, "idempotency keys pruning stopped: the rest at the next start");
+    else if (n > 0) this.log.info({ keys: n }, "idempotency keys pruned");
     return n;
   }
 
@@ -133,6 +142,7 @@ export class Ingest {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.pruneTimer) clearInterval(this.pruneTimer);
+    this.pruneStop.abort();
     this.drain();
     await Promise.all([...this.inFlight, this.pruning]);
   }
@@ -239,12 +249,13 @@ export class Ingest {
 
   /**
    * The domain decisions the store applies: each config event's meta patch, and the block activity
-   * to record (on the first event of each node not touched within the last second). Returns the
-   * nodes touched.
+   * to record (on the first event of each node not touched within TOUCH_EVERY_MS). Returns the
+   * nodes touched. A node's later events in the same batch find it touched at `now`, so one map
+   * lookup per event does (there were three, with a set of the batch's nodes: this loop was 5 % of
+   * the event loop's time in a profile at 5,000 blocks × 1/s).
    */
   private decide(batch: IngestEvent[], now: number): string[] {
     const touched: string[] = [];
-    const seen = new Set<string>();
     const ev = this.evaluation;
     for (const e of batch) {
       if (ev && e.kind !== "config" && ev.watches(e)) e.evaluate = true;
@@ -254,8 +265,6 @@ export class Ingest {
         // empty port at boot).
         if (e.DA === "UNPLUG") e.existingOnly = true;
       }
-      if (seen.has(e.node)) continue;
-      seen.add(e.node);
       const last = this.touched.get(e.node);
       if (last !== undefined && now - last < TOUCH_EVERY_MS) continue;
       if (this.touched.size >= MAX_TOUCHED) this.touched.clear();

@@ -5,57 +5,9 @@
  */
 import type { Logger } from "pino";
 import { type FileLimit, openFileLimit } from "../../protocol/open-files.js";
+import { LIMIT_DEFAULTS, type LimitOptions } from "./limit-options.js";
 
-export interface LimitOptions {
-  /**
-   * Open connections, both listeners and all addresses together (held long-polls count). Default:
-   * the process's open-file limit less 512 (kept for the store, callbacks and logs), so that raising
-   * the limit (LimitNOFILE=, `ulimit -n`) raises the cap with it; 16,384 where the limit is unknown.
-   */
-  maxConnections: number;
-  /** Open connections from one address (both listeners). Default 256. */
-  maxConnectionsPerAddress: number;
-  /**
-   * Addresses the per-address caps (connections, activation holds) do not apply to: the machine's
-   * own clients (a simulator, a gateway on the same host). Default 127.0.0.1 and ::1.
-   */
-  uncappedAddresses: readonly string[];
-  /** Time for a request's headers to arrive (also: a connection's first request), ms. Default 10,000. */
-  headersTimeoutMs: number;
-  /** Time for a whole request (headers and body) to arrive on the API listener, ms. Default 30,000. */
-  requestTimeoutMs: number;
-  /** The same on the stream listener (snapshot uploads of up to 10 MiB), ms. Default 120,000. */
-  uploadTimeoutMs: number;
-  /** Activation requests held at once, all addresses together. Default 10,000. */
-  maxActivationHolds: number;
-  /** Activation requests held at once from one address. Default 64. */
-  maxActivationHoldsPerAddress: number;
-  /** Shortest interval between two log lines about one limit, ms. Default 10,000. */
-  logEveryMs: number;
-}
-
-/** Descriptors kept out of the connection cap: the store, outbound callbacks, logs, the listeners. */
-export const RESERVED_FILES = 512;
-
-/** The default connection cap for an open-file limit: the limit less RESERVED_FILES, at least 64. */
-export function connectionCap(limit: FileLimit | null): number {
-  const soft = limit?.soft ?? Number.NaN;
-  if (!Number.isFinite(soft)) return 16_384;
-  return Math.max(64, soft - RESERVED_FILES);
-}
-
-export const LIMIT_DEFAULTS: LimitOptions = {
-  // Node raised the soft limit to the hard one as the process started (protocol/open-files.ts).
-  maxConnections: connectionCap(openFileLimit()),
-  maxConnectionsPerAddress: 256,
-  uncappedAddresses: ["127.0.0.1", "::1", "::ffff:127.0.0.1"],
-  headersTimeoutMs: 10_000,
-  requestTimeoutMs: 30_000,
-  uploadTimeoutMs: 120_000,
-  maxActivationHolds: 10_000,
-  maxActivationHoldsPerAddress: 64,
-  logEveryMs: 10_000,
-};
+export { LIMIT_DEFAULTS, type LimitOptions, RESERVED_FILES, connectionCap } from "./limit-options.js";
 
 /** The limits that can bite, as counted (`blockkit_limit_hits_total{limit}`). */
 export type LimitName =
@@ -63,6 +15,11 @@ export type LimitName =
   /** At the total cap, the oldest connection not yet proven was reset to make room for a new one. */
   | "connections_evicted"
   | "connections_per_address"
+  /** A request authenticated on a connection past its user's or its block's share (maxConnectionsPer*). */
+  | "connections_per_user"
+  | "connections_per_block"
+  /** A connection from the machine itself admitted past the total cap, for /metrics and /healthz only. */
+  | "connections_reserve"
   | "request_timeout"
   | "activation_holds"
   | "activation_holds_per_address"
@@ -71,6 +28,17 @@ export type LimitName =
   /** A callback, webhook or File Host connection refused by the outbound policy. */
   | "outbound";
 
+/** One admitted connection, as the limits see it. */
+interface Conn {
+  readonly address: string;
+  /** Resets the connection (at the total cap, while it is unproven). */
+  readonly evict: () => void;
+  /** The owner whose credential proved it (`u<user id>`, `b<node id>`); null while unproven. */
+  owner: string | null;
+  /** Admitted past the total cap for /metrics and /healthz only (metricsReserve). */
+  readonly reserve: boolean;
+}
+
 export class Limits {
   readonly options: LimitOptions;
   /** Times each limit bit since start. */
@@ -78,12 +46,17 @@ export class Limits {
   private readonly lastLog = new Map<LimitName, { at: number; since: number }>();
   private readonly uncapped: ReadonlySet<string>;
   private readonly byAddress = new Map<string, number>();
+  /** Every admitted connection, keyed by its socket. */
+  private readonly conns = new Map<object, Conn>();
   /**
-   * Open connections on which no request has been authenticated yet, oldest first (a Map keeps
-   * insertion order), each with the function that resets it: the ones evicted at the total cap.
+   * Open connections not proven (no request authenticated on them, no activation held on them),
+   * oldest first (a Map keeps insertion order): the ones evicted at the total cap.
    */
-  private readonly unproven = new Map<object, () => void>();
+  private readonly unproven = new Map<object, Conn>();
+  /** Proven connections per owner (maxConnectionsPerUser, maxConnectionsPerBlock). */
+  private readonly owners = new Map<string, number>();
   private open = 0;
+  private reserved = 0;
 
   constructor(
     options: Partial<LimitOptions>,
@@ -117,9 +90,14 @@ export class Limits {
     else this.log.info(detail, line);
   }
 
-  /** Connections open now, both listeners (metrics). */
+  /** Connections open now, both listeners, the metrics reserve left out (metrics). */
   get openConnections(): number {
     return this.open;
+  }
+
+  /** Connections open now in the metrics reserve (metrics, tests). */
+  get reserveConnections(): number {
+    return this.reserved;
   }
 
   /** Whether the per-address caps apply to `address`. */
@@ -132,15 +110,26 @@ export class Limits {
     return this.unproven.size;
   }
 
+  /** Open connections proven by one user's credentials (tests). */
+  userConnections(userId: number): number {
+    return this.owners.get(`u${userId}`) ?? 0;
+  }
+
+  /** Whether `key` was admitted past the total cap into the metrics reserve. */
+  inReserve(key: object): boolean {
+    return this.reserved > 0 && this.conns.get(key)?.reserve === true;
+  }
+
   /**
    * A new connection from `address`: true when it may stay (then `release` it once closed). Over
-   * the per-address cap it is refused. At the total cap the oldest open connection on which no
-   * request has been authenticated yet (`prove`) is evicted to make room: `evict` of that
-   * connection is called, and must `release` it before it returns. Only when every open connection
-   * is proven is the new one refused. So connections that never finish a request (a slow-body
-   * flood from many addresses, each under its cap) cannot keep proven clients' new connections out
-   * until their timeouts: they make room for them. The new connection is itself unproven, keyed by
-   * `key` (the socket), until `prove(key)`.
+   * the per-address cap it is refused. At the total cap the oldest open connection that is not
+   * proven (`proveUser`, `proveBlock`, `holdActivation`) is evicted to make room: `evict` of that
+   * connection is called, and must `release` it before it returns. When every open connection is
+   * proven, a connection from the machine itself (`uncappedAddresses`) may still take one of the
+   * `metricsReserve` places (`inReserve`: for /metrics and /healthz only); any other is refused. So
+   * connections that never finish a request (a slow-body flood from many addresses, each under its
+   * cap) cannot keep proven clients' new connections out until their timeouts: they make room for
+   * them. The new connection is itself unproven, keyed by `key` (the socket).
    */
   admit(address: string, key: object, evict: () => void): boolean {
     const o = this.options;
@@ -149,37 +138,99 @@ export class Limits {
       this.bit("connections_per_address", { address, max: o.maxConnectionsPerAddress });
       return false;
     }
+    let reserve = false;
     while (this.open >= o.maxConnections) {
       const oldest = this.unproven.entries().next();
       if (oldest.done) {
+        if (!this.capped(address) && this.reserved < o.metricsReserve) {
+          this.bit("connections_reserve", { address, max: o.maxConnections, reserve: o.metricsReserve });
+          reserve = true;
+          break;
+        }
         this.bit("connections", { address, max: o.maxConnections });
         return false;
       }
-      const [k, reset] = oldest.value;
+      const [k, conn] = oldest.value;
       this.unproven.delete(k);
       const before = this.open;
-      reset();
+      conn.evict();
       if (this.open >= before) throw new Error("limits: an evicted connection was not released");
       this.bit("connections_evicted", { address, max: o.maxConnections });
     }
-    this.open++;
-    this.byAddress.set(address, (this.byAddress.get(address) ?? 0) + 1);
-    this.unproven.set(key, evict);
+    const conn: Conn = { address, evict, owner: null, reserve };
+    this.conns.set(key, conn);
+    this.byAddress.set(address, n + 1);
+    if (reserve) this.reserved++;
+    else {
+      this.open++;
+      this.unproven.set(key, conn);
+    }
     return true;
   }
 
-  /** A request on the connection `key` was authenticated: it is no longer evicted at the total cap. */
-  prove(key: object): void {
-    this.unproven.delete(key);
+  /**
+   * A request of user `userId` was authenticated on the connection `key`: true when the connection
+   * may carry it (it is then proven, never evicted at the total cap, and counts in the user's share
+   * until it closes or carries another owner's request); false when the user already holds
+   * `maxConnectionsPerUser` other connections (refuse the request, close the connection).
+   */
+  proveUser(key: object, userId: number): boolean {
+    return this.claim(key, `u${userId}`, this.options.maxConnectionsPerUser, "connections_per_user");
   }
 
-  /** The connection `key` from `address`, admitted, closed (or evicted). Call once per admission. */
-  release(address: string, key: object): void {
+  /**
+   * The same for a block event, poll or upload of block `nodeId` (maxConnectionsPerBlock). `count`
+   * false: a refusal is not counted (the fast ingest lane, whose refusals fastify answers and counts).
+   */
+  proveBlock(key: object, nodeId: string, count = true): boolean {
+    return this.claim(key, `b${nodeId}`, this.options.maxConnectionsPerBlock, count ? "connections_per_block" : null);
+  }
+
+  /**
+   * An activation request is held on the connection `key` (the block has no token yet): it is not
+   * evicted at the total cap while held, as it would otherwise be first (bounded instead by
+   * maxActivationHolds and maxActivationHoldsPerAddress). Returns the function that ends the hold.
+   */
+  holdActivation(key: object): () => void {
+    const conn = this.unproven.get(key);
+    if (conn === undefined) return () => undefined;
     this.unproven.delete(key);
-    this.open--;
-    const left = (this.byAddress.get(address) ?? 1) - 1;
-    if (left <= 0) this.byAddress.delete(address);
-    else this.byAddress.set(address, left);
+    return () => {
+      // Still open and still unproven: evictable again (as the youngest).
+      if (this.conns.get(key) === conn && conn.owner === null) this.unproven.set(key, conn);
+    };
+  }
+
+  private claim(key: object, owner: string, max: number, limit: LimitName | null): boolean {
+    const conn = this.conns.get(key);
+    // A request not on an admitted socket (fastify's inject in tests) is not counted.
+    if (conn === undefined || conn.owner === owner) return true;
+    const n = this.owners.get(owner) ?? 0;
+    if (n >= max) {
+      if (limit !== null) this.bit(limit, { address: conn.address, owner: owner.slice(1), max });
+      return false;
+    }
+    this.owners.set(owner, n + 1);
+    if (conn.owner === null) this.unproven.delete(key);
+    else this.disown(conn.owner);
+    conn.owner = owner;
+    return true;
+  }
+
+  private disown(owner: string): void {
+    countDown(this.owners, owner);
+  }
+
+  /** The connection `key`, admitted, closed (or evicted). Further calls do nothing. */
+  release(key: object): void {
+    const conn = this.conns.get(key);
+    if (conn === undefined) return;
+    this.conns.delete(key);
+    this.unproven.delete(key);
+    if (conn.owner !== null) this.disown(conn.owner);
+    if (conn.reserve) this.reserved--;
+    else this.open--;
+    countDown(this.byAddress, conn.address);
   }
 
   /** Records that a limit bit; `detail` goes into the log line (an address, a count). */
@@ -194,4 +245,11 @@ export class Limits {
     this.log.warn({ limit, ...detail, times: (last?.since ?? 0) + 1 }, `limit reached: ${limit}`);
     this.lastLog.set(limit, { at: now, since: 0 });
   }
+}
+
+/** One less of `key` in a map of counts; the key goes when none is left. */
+function countDown(counts: Map<string, number>, key: string): void {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left <= 0) counts.delete(key);
+  else counts.set(key, left);
 }

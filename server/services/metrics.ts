@@ -3,8 +3,38 @@
  * (http/metrics.ts). Counters kept by the services themselves (ingest, callbacks, rules, limits)
  * are read when scraped; requests and commit times are observed as they happen.
  */
+import { readdir } from "node:fs/promises";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { Services } from "./index.js";
+
+/**
+ * prom-client's default gauges that walk every handle of the process when scraped: an array of
+ * every libuv handle (twice) and every resource's name, built on the event loop at each scrape, one
+ * per open connection; and the open descriptors, counted with a readdirSync of /proc/self/fd, one
+ * entry per connection too (docs/scaling.md, "Where one SQLite server's CPU goes per reading").
+ */
+export const WALKS_EVERY_HANDLE = ["nodejs_active_handles", "nodejs_active_handles_total", "nodejs_active_resources", "nodejs_active_resources_total", "process_open_fds"];
+
+/**
+ * prom-client's default process metrics under `blockkit_process_`, without those that walk every
+ * handle on the event loop; the open descriptors are still counted, by a readdir in libuv's thread
+ * pool (the event loop only receives the names). Shared with bench/scrape.ts.
+ */
+export function processMetrics(registry: Registry): void {
+  collectDefaultMetrics({ register: registry, prefix: "blockkit_process_" });
+  for (const name of WALKS_EVERY_HANDLE) registry.removeSingleMetric(`blockkit_process_${name}`);
+  if (process.platform !== "linux") return;
+  new Gauge({
+    name: "blockkit_process_process_open_fds",
+    help: "Number of open file descriptors.",
+    registers: [registry],
+    async collect() {
+      const fds = await readdir("/proc/self/fd").catch(() => null);
+      // Minus the descriptor of the directory being read.
+      if (fds) this.set(fds.length - 1);
+    },
+  });
+}
 
 export class ServerMetrics {
   readonly registry = new Registry();
@@ -12,7 +42,8 @@ export class ServerMetrics {
 
   constructor(s: Omit<Services, "metrics">) {
     const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry, prefix: "blockkit_process_" });
+    // Not every default: blockkit_open_connections counts the connections the handle walks counted.
+    processMetrics(this.registry);
     this.requests = new Counter({
       name: "blockkit_http_requests_total",
       help: "HTTP requests answered, by route pattern, method and status",

@@ -330,8 +330,12 @@ export interface EventsRepo {
    * called again before the previous call settled: batches are applied and settle in call order.
    */
   commit(batch: IngestEvent[], evaluation?: EvaluationLease): Promise<IngestResult[]>;
-  /** Forgets idempotency keys older than `before` (epoch ms). */
-  pruneKeys(before: number): Promise<number>;
+  /**
+   * Forgets idempotency keys older than `before` (epoch ms), in transactions of a bounded number of
+   * keys; once `signal` is aborted, returns after the current one (the rest stays for the next call).
+   * Resolves with how many were forgotten.
+   */
+  pruneKeys(before: number, signal?: AbortSignal): Promise<number>;
 }
 
 export interface HistoryRepo {
@@ -429,7 +433,7 @@ export interface CallbackOutbox {
   depth(): Promise<number>;
 }
 
-/** A rule run in progress, kept in the store (PostgreSQL) under a lease. */
+/** A rule run in progress, kept in the store under a lease. */
 export interface RuleJobRow {
   id: number;
   rule_id: number;
@@ -466,7 +470,7 @@ export interface RuleJobsRepo {
   takeOver(lease: string, now: number, leaseMs: number, limit: number): Promise<RuleJobRow[]>;
 }
 
-/** A committed reading whose rules have not been evaluated yet (`rule_evals`, PostgreSQL). */
+/** A committed reading whose rules have not been evaluated yet (`rule_evals`). */
 export interface RuleEvalRow {
   id: number;
   device_id: number;
@@ -547,7 +551,7 @@ export interface Store {
   snapshots: SnapshotsRepo;
   /** Durable callback deliveries and rule runs, leased across instances (PostgreSQL only). */
   outbox?: CallbackOutbox;
-  ruleJobs?: RuleJobsRepo;
-  ruleEvals?: RuleEvalsRepo;
+  ruleJobs: RuleJobsRepo;
+  ruleEvals: RuleEvalsRepo;
   close(): Promise<void>;
 }

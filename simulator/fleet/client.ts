@@ -30,6 +30,8 @@ class SimLink implements BlockTransport {
   /** The signal of the last call and its controller (null once that controller left `links`). */
   private lastSignal: AbortSignal | undefined;
   private lastLink: AbortController | null = null;
+  /** The handlers of the uplink's calls on the current link. */
+  private uplinkCalls: Handlers | null = null;
 
   constructor(
     private readonly inner: BlockTransport,
@@ -43,16 +45,28 @@ class SimLink implements BlockTransport {
     const signal = this.link(r.signal).signal;
     // The request is the client's, made for this call: it takes the link's signal in place.
     r.signal = signal;
-    return this.inner.send(r).then(
-      (res) => {
+    // The uplink's calls (one a reading) share one pair of handlers per link, not two closures each.
+    let h = kind === "uplink" ? this.uplinkCalls : null;
+    if (h === null || h.signal !== signal) {
+      h = this.handlers(kind, signal);
+      if (kind === "uplink") this.uplinkCalls = h;
+    }
+    return this.inner.send(r).then(h.ok, h.failed);
+  }
+
+  /** What a call's answer or failure counts: a non-2xx answer, or a failure the link did not cause. */
+  private handlers(kind: CallKind, signal: AbortSignal): Handlers {
+    return {
+      signal,
+      ok: (res) => {
         if (res.status < 200 || res.status >= 300) this.hooks.error(`${kind}_http_${res.status}`);
         return res;
       },
-      (err: unknown) => {
+      failed: (err) => {
         if (!signal.aborted) this.hooks.error(`${kind}_network`);
         throw err;
       },
-    );
+    };
   }
 
   drop(): void {
@@ -100,7 +114,14 @@ class SimLink implements BlockTransport {
   }
 }
 
+interface Handlers {
+  signal: AbortSignal;
+  ok(res: TransportResponse): TransportResponse;
+  failed(err: unknown): never;
+}
+
 function kindOf(url: string): CallKind {
+  if (url.endsWith("/data")) return "uplink";
   if (url.endsWith("/commands")) return "poll";
   if (url.endsWith("/snapshot")) return "snapshot";
   if (url.includes("/activate")) return "activate";

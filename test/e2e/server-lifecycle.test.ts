@@ -6,7 +6,7 @@
 import { once } from "node:events";
 import { createServer, type Server, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { type CliProcess, freePort, spawnCli, stopProcess } from "../helpers/process.js";
+import { type CliProcess, spawnCli, stopProcess } from "../helpers/process.js";
 
 let mute: Server | null = null;
 const sockets: Socket[] = [];
@@ -27,7 +27,7 @@ describe("blockkit server stopped during start", () => {
     await once(mute, "listening");
     const pgPort = (mute.address() as { port: number }).port;
     const connected = once(mute, "connection");
-    proc = spawnCli(["server", "--port", String(await freePort()), "--db", `postgres://blockkit@127.0.0.1:${pgPort}/blockkit`], {
+    proc = spawnCli(["server", "--port", "0", "--db", `postgres://blockkit@127.0.0.1:${pgPort}/blockkit`], {
       BLOCKKIT_LOG_FORMAT: "json",
     });
     // The store's first connection reached the peer: the process is inside its start.

@@ -18,14 +18,14 @@ interface Call {
 }
 
 /** A BlockClient that records each call; `fail` makes the next calls fail as a dead network would. */
-function fakeClient(): { client: BlockClient; calls: Call[]; fail: { n: number } } {
+function fakeClient(): { client: BlockClient; calls: Call[]; fail: { n: number; status: number } } {
   const calls: Call[] = [];
-  const fail = { n: 0 };
+  const fail = { n: 0, status: 0 };
   const answer = (call: Call): Promise<void> => {
     calls.push(call);
     if (fail.n > 0) {
       fail.n--;
-      return Promise.reject(new BlockClientError("connect ECONNREFUSED", 0));
+      return Promise.reject(new BlockClientError(fail.status === 0 ? "connect ECONNREFUSED" : `answered ${fail.status}`, fail.status));
     }
     return new Promise((r) => setImmediate(r));
   };
@@ -58,10 +58,11 @@ describe("the uplink's steady state", () => {
     const outbox = new MemoryOutbox();
     const acked: number[] = [];
     const reach: boolean[] = [];
+    const rejected: string[] = [];
     const u = new Uplink(client, outbox, {
       token: () => "t",
       acked: (n) => acked.push(n),
-      rejected: () => {},
+      rejected: (e) => rejected.push(e.DA),
       unauthorized: () => {},
       reachable: (up) => reach.push(up),
     }, pino({ level: "silent" }), { ...o, backoff: new Backoff({ baseMs: 1, maxMs: 2 }) });
@@ -71,7 +72,7 @@ describe("the uplink's steady state", () => {
       outbox.append(es);
       u.notify();
     };
-    return { u, calls, fail, outbox, acked, reach, submit };
+    return { u, calls, fail, outbox, acked, reach, rejected, submit };
   }
 
   it("sends a lone reading as data, readings of one turn as one heartbeat, a config event alone and first", async () => {
@@ -114,6 +115,20 @@ describe("the uplink's steady state", () => {
     expect(t.calls.map((c) => c.das)).toEqual([["1"], ["1"], ["1"]]);
     expect(t.acked).toEqual([1]);
     expect(t.reach).toEqual([false, false, true]);
+  });
+
+  it("drops a lone reading refused for good (400) and gives its window slot back, then sends the next", async () => {
+    const window = new FleetSendWindow(1);
+    const t = make({ window });
+    t.fail.n = 1;
+    t.fail.status = 400;
+    t.submit(entry("bad"));
+    await until("the refusal is handled", () => t.outbox.rows === 0);
+    expect(t.rejected).toEqual(["bad"]);
+    t.submit(entry("2"));
+    await until("acknowledged", () => t.acked.length === 1);
+    expect(t.calls.map((c) => c.das)).toEqual([["bad"], ["2"]]);
+    await until("the slot is given back", () => window.busy === 0);
   });
 
   it("stops while it waits for a window slot without taking one", async () => {

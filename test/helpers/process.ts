@@ -38,8 +38,12 @@ export interface CliProcess {
   exited: Promise<number | string>;
 }
 
-/** Collects lines of a stream and lets callers wait for one that matches, with a bound. */
-function lineWatcher(stream: Readable, lines: string[]): (re: RegExp, timeoutMs: number, what: () => string) => Promise<RegExpMatchArray> {
+/**
+ * Collects lines of a stream and lets callers wait for one that matches, with a bound. `closed`
+ * resolves once the process exited and its output was read to the end: a wait fails then at once
+ * (no line is coming), rather than at its bound.
+ */
+function lineWatcher(stream: Readable, lines: string[], closed: Promise<unknown>): (re: RegExp, timeoutMs: number, what: () => string) => Promise<RegExpMatchArray> {
   const waiters = new Set<(line: string) => void>();
   createInterface({ input: stream }).on("line", (line) => {
     lines.push(line);
@@ -51,18 +55,25 @@ function lineWatcher(stream: Readable, lines: string[]): (re: RegExp, timeoutMs:
         const m = re.exec(line);
         if (m) return done(m);
       }
-      const check = (line: string): void => {
-        const m = re.exec(line);
-        if (!m) return;
+      let settled = false;
+      const settle = (): boolean => {
+        if (settled) return false;
+        settled = true;
         clearTimeout(timer);
         waiters.delete(check);
-        done(m);
+        return true;
+      };
+      const check = (line: string): void => {
+        const m = re.exec(line);
+        if (m && settle()) done(m);
       };
       const timer = setTimeout(() => {
-        waiters.delete(check);
-        fail(new Error(`no line matching ${re} within ${timeoutMs} ms; ${what()}`));
+        if (settle()) fail(new Error(`no line matching ${re} within ${timeoutMs} ms; ${what()}`));
       }, timeoutMs);
       waiters.add(check);
+      void closed.then(() => {
+        if (settle()) fail(new Error(`no line matching ${re}: ${what()}`));
+      });
     });
 }
 
@@ -78,8 +89,10 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}, nodeArgs: 
   const exited = new Promise<number | string>((done) => {
     child.once("exit", (code, signal) => done(code ?? signal ?? -1));
   });
-  const waitOut = lineWatcher(child.stdout as Readable, stdout);
-  const waitErr = lineWatcher(child.stderr as Readable, stderr);
+  // After the exit, once stdout and stderr were read to their end.
+  const closed = new Promise<void>((done) => child.once("close", () => done()));
+  const waitOut = lineWatcher(child.stdout as Readable, stdout, closed);
+  const waitErr = lineWatcher(child.stderr as Readable, stderr, closed);
   let exitInfo = "";
   void exited.then((c) => {
     exitInfo = `process exited with ${c}`;
@@ -111,7 +124,11 @@ export async function stopProcess(p: CliProcess, signal: NodeJS.Signals = "SIGTE
   throw new Error(`process did not exit within ${timeoutMs} ms of ${signal}`);
 }
 
-/** Starts `blockkit server` on free ports and waits for its base_url line. */
+/**
+ * Starts `blockkit server` on ports the kernel picks (port 0) and waits for its base_url line, which
+ * names the bound port (stream_url names the stream port). Ports picked beforehand with freePort()
+ * raced: two calls returned the same port once, and the stream listener failed with EADDRINUSE.
+ */
 export async function startServerProcess(opts: {
   dataDir: string;
   adminToken: string;
@@ -121,14 +138,12 @@ export async function startServerProcess(opts: {
   /** Extra environment of the process. */
   env?: NodeJS.ProcessEnv;
 }): Promise<CliProcess & { baseUrl: string }> {
-  const port = await freePort();
-  const streamPort = await freePort();
   const p = spawnCli([
     "server",
     "--port",
-    String(port),
+    "0",
     "--stream-port",
-    String(streamPort),
+    "0",
     "--data",
     opts.dataDir,
     "--admin-token",

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore } from "../../server/store/index.js";
-import type { Store } from "../../server/store/types.js";
+import type { IngestEvent, Store } from "../../server/store/types.js";
 import { PG_AVAILABLE, pgSchemaUrl } from "./pg.js";
 
 export interface StoreUnderTest {
@@ -63,3 +63,19 @@ export const postgresDayStore: StoreUnderTest = {
 
 /** Every implementation that can run here (PostgreSQL only when reachable: see pg.ts). */
 export const STORES: StoreUnderTest[] = PG_AVAILABLE ? [sqliteStore, postgresStore] : [sqliteStore];
+
+/** A data event of device `${node}_0_0_${D}` (numeric DA), for the store tests of leased work. */
+export const dataEvent = (userId: number, node: string, D: number, DA: string, ts: number, evaluate?: boolean, cause?: number[]): IngestEvent => ({
+  kind: "data",
+  userId,
+  node,
+  guid: `${node}_0_0_${D}`,
+  G: "0",
+  V: 0,
+  D,
+  DA,
+  num: Number(DA),
+  ts,
+  evaluate,
+  cause,
+});

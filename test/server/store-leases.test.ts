@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IngestEvent, RuleEvalsRepo, Store } from "../../server/store/types.js";
 import { PG_AVAILABLE } from "../helpers/pg.js";
-import { postgresStore } from "../helpers/stores.js";
+import { dataEvent, postgresStore } from "../helpers/stores.js";
 
 describe.skipIf(!PG_AVAILABLE)("PostgreSQL leases", () => {
   let store: Store;
@@ -25,19 +25,7 @@ describe.skipIf(!PG_AVAILABLE)("PostgreSQL leases", () => {
   });
   afterAll(async () => dispose());
 
-  const event = (node: string, D: number, DA: string, ts: number, evaluate?: boolean): IngestEvent => ({
-    kind: "data",
-    userId: user,
-    node,
-    guid: `${node}_0_0_${D}`,
-    G: "0",
-    V: 0,
-    D,
-    DA,
-    num: Number(DA),
-    ts,
-    evaluate,
-  });
+  const event = (node: string, D: number, DA: string, ts: number, evaluate?: boolean): IngestEvent => dataEvent(user, node, D, DA, ts, evaluate);
   const outbox = () => store.outbox as NonNullable<Store["outbox"]>;
   const jobs = () => store.ruleJobs as NonNullable<Store["ruleJobs"]>;
 

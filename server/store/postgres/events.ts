@@ -49,7 +49,7 @@ export class PgEvents implements EventsRepo {
    * blocks is billions of rows, which one DELETE would hold in one transaction (and, with RETURNING,
    * in this process's memory).
    */
-  async pruneKeys(before: number): Promise<number> {
+  async pruneKeys(before: number, signal?: AbortSignal): Promise<number> {
     let total = 0;
     for (;;) {
       const r = await this.pool.query(
@@ -57,7 +57,7 @@ export class PgEvents implements EventsRepo {
         [before],
       );
       total += r.rowCount ?? 0;
-      if ((r.rowCount ?? 0) < PRUNE_BATCH || this.closed) return total;
+      if ((r.rowCount ?? 0) < PRUNE_BATCH || this.closed || signal?.aborted) return total;
     }
   }
 

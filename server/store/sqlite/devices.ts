@@ -28,6 +28,9 @@ function parseObject(text: string): Record<string, unknown> {
   }
 }
 
+/** Idempotency keys deleted per transaction by a prune: a stop waits for one such batch at most. */
+const PRUNE_BATCH = 10_000;
+
 const toDevice = (r: DeviceRecord): DeviceRow => ({ ...r, is_silent: r.is_silent !== 0, meta: parseObject(r.meta) });
 
 /** Sets `patch.value` at `patch.path` in a meta object (a copy), creating objects on the way. */
@@ -96,7 +99,7 @@ export function ingestTransaction(
   db: Database,
   staging: ReadingsStaging,
   devices: Map<string, number> | null,
-): { commit: (batch: IngestEvent[], now: number) => IngestResult[]; pruneKeys: (before: number) => number } {
+): { commit: (batch: IngestEvent[], now: number) => IngestResult[]; pruneKeys: (before: number, limit: number) => number } {
   const seenKey = db.prepare("INSERT OR IGNORE INTO event_keys (node_id, key, ts) VALUES (?, ?, ?)");
   const findDevice = db.prepare("SELECT id FROM devices WHERE guid = ?").pluck();
   const deviceMeta = db.prepare("SELECT meta FROM devices WHERE id = ?").pluck();
@@ -112,7 +115,14 @@ export function ingestTransaction(
     INSERT INTO blocks (node_id, user_id, short_name, date_created, last_active)
     VALUES (?, ?, ?, ?, ?)
     ON CONFLICT (node_id) DO UPDATE SET last_active = max(last_active, excluded.last_active)`);
-  const pruneKeys = db.prepare("DELETE FROM event_keys WHERE ts < ?");
+  // At most `limit` keys (through the ts index), each batch its own transaction.
+  const pruneKeys = db.prepare("DELETE FROM event_keys WHERE (node_id, key) IN (SELECT node_id, key FROM event_keys WHERE ts < ? LIMIT ?)");
+  // Watched readings only (IngestEvent.evaluate): the evaluation outbox, with the value before.
+  const lastValue = db.prepare("SELECT last_da, last_ts FROM devices WHERE id = ?").raw();
+  const insertEval = db.prepare("INSERT INTO rule_evals (device_id, user_id, guid, ts, da, prev, cause) VALUES (?, ?, ?, ?, ?, ?, ?)");
+  const evaluate = (e: IngestEvent, deviceId: number, prev: string | null): void => {
+    insertEval.run(deviceId, e.userId, e.guid, e.ts, e.DA, prev, e.cause?.join(",") ?? "");
+  };
 
   const commitTx = db.transaction((batch: IngestEvent[], now: number): IngestResult[] => {
     const results: IngestResult[] = [];
@@ -128,7 +138,14 @@ export function ingestTransaction(
       if (found !== undefined) {
         deviceId = found;
         if (e.meta) updateMeta.run(JSON.stringify(applyPatch(parseObject(deviceMeta.get(deviceId) as string), e.meta)), deviceId);
-        else if (isReading) updateLast.run(e.DA, e.ts, deviceId, e.ts);
+        else if (isReading && e.evaluate) {
+          // Stale (older than the device's last value) as the store's own rule below: not evaluated.
+          const [da, ts] = lastValue.get(deviceId) as [string | null, number | null];
+          if (ts === null || ts <= e.ts) {
+            updateLast.run(e.DA, e.ts, deviceId, e.ts);
+            evaluate(e, deviceId, da);
+          }
+        } else if (isReading) updateLast.run(e.DA, e.ts, deviceId, e.ts);
       } else if (e.existingOnly) {
         // Nothing is created: answered like a duplicate, so no listener sees it either.
         results.push({ deviceId: 0, created: false, duplicate: true });
@@ -150,6 +167,7 @@ export function ingestTransaction(
             now,
           }) as { id: number }
         ).id;
+        if (!isConfig && e.evaluate) evaluate(e, deviceId, null);
       }
       if (isReading) staging.add(deviceId, e.ts, e.num, e.DA);
       results.push({ deviceId, created: found === undefined, duplicate: false });
@@ -169,7 +187,7 @@ export function ingestTransaction(
     staging.committed(staged);
     return results;
   };
-  return { commit, pruneKeys: (before) => pruneKeys.run(before).changes };
+  return { commit, pruneKeys: (before, limit) => pruneKeys.run(before, limit).changes };
 }
 
 /** Block events: on the ingest thread when there is one, else in one FULL transaction on this connection. */
@@ -187,8 +205,17 @@ export function eventsRepo(db: Database, cache: StoreCache, staging: ReadingsSta
       });
       return results;
     },
-    async pruneKeys(before) {
-      return local.pruneKeys(before);
+    async pruneKeys(before, signal) {
+      // In batches, with a turn of the event loop between two: one DELETE of millions of keys (a
+      // retention lowered) would hold the event loop, the ingest thread's writes and a stop for all of it.
+      let total = 0;
+      for (;;) {
+        const n = local.pruneKeys(before, PRUNE_BATCH);
+        total += n;
+        if (n < PRUNE_BATCH || signal?.aborted) return total;
+        await new Promise((resolve) => setImmediate(resolve));
+        if (signal?.aborted) return total;
+      }
     },
   };
 }

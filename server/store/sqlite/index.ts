@@ -16,6 +16,7 @@ import { MIGRATIONS, type Migration } from "./migrations.js";
 import { IngestThread, workerModule } from "./ingest-thread.js";
 import { ReadingsStaging, WAL_AUTOCHECKPOINT_PAGES } from "./staging.js";
 import { openError, prepareDataDir } from "./files.js";
+import { ruleEvalsRepo, ruleJobsRepo } from "./rule-evals.js";
 
 export interface SqliteStoreOptions {
   /** Directory that holds `blockkit.db`; created when missing. Use `:memory:` for a throwaway store. */
@@ -100,6 +101,8 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
     subdevices: subDevicesRepo(db),
     rules: rulesRepo(db),
     snapshots: snapshotsRepo(db),
+    ruleJobs: ruleJobsRepo(db),
+    ruleEvals: ruleEvalsRepo(db),
     async close() {
       await thread?.close();
       staging.close();

@@ -19,9 +19,9 @@
  *  - results (Int32): two per event, at (event sequence number mod slots, a power of two): device
  *    id and state;
  *  - error: the message of the last failed transaction (u32 length, UTF-8), for the rejections.
- * An event: u8 kind, u8 flags (num, key, meta patch, touch present, existing device only), f64 userId, V, D, num, ts,
- * touch, then length-prefixed UTF-8 strings: node, guid, G, DA, the key and the meta patch as JSON
- * when present (the config payload itself does not cross: the patch carries what the store needs).
+ * An event: u8 kind, u8 flags (num, key, meta patch, touch present, existing device only, evaluate,
+ * cause present), f64 userId, V, D, num, ts, touch, then length-prefixed UTF-8 strings: node, guid,
+ * G, DA, the key, the meta patch as JSON and the cause (rule ids joined by commas) when present (the config payload itself does not cross: the patch carries what the store needs).
  */
 import type { IngestEvent, IngestResult, MetaPatch } from "../types.js";
 
@@ -43,6 +43,8 @@ const HAS_KEY = 2;
 const HAS_META = 4;
 const HAS_TOUCH = 8;
 const EXISTING_ONLY = 16;
+const EVALUATE = 32;
+const HAS_CAUSE = 64;
 const ERROR_BYTES = 1024;
 
 export interface ChannelMemory {
@@ -174,7 +176,7 @@ function writeEvent(buf: Buffer, pos: number, limit: number, e: IngestEvent): nu
   const meta = e.meta === undefined ? undefined : JSON.stringify(e.meta);
   const flags =
     (e.num === null ? 0 : HAS_NUM) | (e.key === undefined ? 0 : HAS_KEY) | (meta === undefined ? 0 : HAS_META) | (e.touch === undefined ? 0 : HAS_TOUCH) |
-    (e.existingOnly ? EXISTING_ONLY : 0);
+    (e.existingOnly ? EXISTING_ONLY : 0) | (e.evaluate ? EVALUATE : 0) | (e.cause?.length ? HAS_CAUSE : 0);
   buf[pos] = KINDS.indexOf(e.kind);
   buf[pos + 1] = flags;
   buf.writeDoubleLE(e.userId, pos + 2);
@@ -190,6 +192,7 @@ function writeEvent(buf: Buffer, pos: number, limit: number, e: IngestEvent): nu
   if (pos >= 0) pos = writeString(buf, pos, limit, e.DA);
   if (pos >= 0 && e.key !== undefined) pos = writeString(buf, pos, limit, e.key);
   if (pos >= 0 && meta !== undefined) pos = writeString(buf, pos, limit, meta);
+  if (pos >= 0 && flags & HAS_CAUSE) pos = writeString(buf, pos, limit, (e.cause as readonly number[]).join(","));
   return pos;
 }
 
@@ -216,6 +219,8 @@ function readEvent(buf: Buffer, pos: number, into: IngestEvent[]): number {
   const key = flags & HAS_KEY ? next() : undefined;
   const meta = flags & HAS_META ? (JSON.parse(next()) as MetaPatch) : undefined;
   const existingOnly = flags & EXISTING_ONLY ? true : undefined;
-  into.push({ kind, userId, node, guid, G, V, D, DA, num, ts, key, meta, touch, existingOnly });
+  const evaluate = flags & EVALUATE ? true : undefined;
+  const cause = flags & HAS_CAUSE ? next().split(",").map(Number) : undefined;
+  into.push({ kind, userId, node, guid, G, V, D, DA, num, ts, key, meta, touch, existingOnly, evaluate, cause });
   return pos;
 }

@@ -249,3 +249,38 @@ BEGIN
 END;
 `,
 });
+
+// Work derived from a committed event that must outlive the process (as on PostgreSQL, whose
+// migrations 003 and 004 these tables follow): the evaluations of watched readings, written by the
+// ingest transaction (devices.ts), and rule runs in progress (rules/jobs.ts). The one process of the
+// embedded store owns every row; a row of another lease is a dead process's (rule-evals.ts).
+MIGRATIONS.push({
+  name: "080-rule-evals-and-jobs",
+  sql: `
+CREATE TABLE rule_evals (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  device_id INTEGER NOT NULL,
+  user_id INTEGER NOT NULL,
+  guid TEXT NOT NULL,
+  ts INTEGER NOT NULL,
+  da TEXT NOT NULL,
+  prev TEXT,
+  cause TEXT NOT NULL DEFAULT '',
+  lease TEXT,
+  lease_until INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX rule_evals_device ON rule_evals(device_id, id);
+CREATE TABLE rule_jobs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  rule_id INTEGER NOT NULL REFERENCES rules(id) ON DELETE CASCADE,
+  fired_at INTEGER NOT NULL,
+  cause TEXT NOT NULL DEFAULT '',
+  step INTEGER NOT NULL DEFAULT 0,
+  steps TEXT NOT NULL DEFAULT '[]',
+  sleep_until INTEGER,
+  lease TEXT NOT NULL,
+  lease_until INTEGER NOT NULL
+);
+CREATE INDEX rule_jobs_rule ON rule_jobs(rule_id, id);
+`,
+});

@@ -17,19 +17,20 @@ export interface RuleEngineOptions {
    */
   runsPerTurn?: number;
   /**
-   * Several instances share the store: a firing with a timeout is claimed in the store first
-   * (RulesRepo.claimFiring), so that the rule fires at most once per timeout across the cluster.
+   * Several instances share the store: a rule's other devices are read as committed when one of
+   * its preconditions triggers (another instance may have taken their events).
    */
   shared?: boolean;
   /**
-   * Shared, on a store with rule jobs: how long this instance's lease on a run lasts unrenewed, ms
-   * (how soon another instance resumes the runs of one that died). Default 10 000.
+   * How long this process's lease on a run or an evaluation lasts unrenewed, ms (how soon another
+   * instance resumes the work of one that died; on the embedded store a restart takes it at once).
+   * Default 10 000.
    */
   leaseMs?: number | undefined;
   /** The firing-rate backstop (firing-rate.ts): more than 20 firings a second for 5 seconds suspends a rule. */
   firingRate?: FiringRateOptions;
   /**
-   * Test only (BLOCKKIT_TEST_HOLD_RULE_EVALUATION=1): with durable evaluation, this instance
+   * Test only (BLOCKKIT_TEST_HOLD_RULE_EVALUATION=1): this instance
    * evaluates nothing, neither its own commits nor others' lapsed ones, so that a test can kill it
    * between the commit of an event and its evaluation.
    */

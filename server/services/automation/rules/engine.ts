@@ -4,6 +4,8 @@
  * makes one of its preconditions true while all the others hold, at most once per `timeout`
  * seconds; suspended rules are not in the index. The runs of one rule are serial (queued, bounded);
  * its actions run in order and a failing one stops the run. Each run is recorded (short history).
+ * Evaluations and runs are rows of the store (rule_evals, rule_jobs) on both stores, so a firing
+ * and a run in progress outlive the process (evaluations.ts, jobs.ts).
  */
 import { randomUUID } from "node:crypto";
 import { setMaxListeners } from "node:events";
@@ -35,10 +37,10 @@ export class RuleEngine {
   private readonly abort = new AbortController();
   private readonly maxPending: number;
   private readonly shared: boolean;
-  /** Durable, leased runs (several instances on PostgreSQL); null: runs live in this process only. */
-  private readonly jobs: RuleJobs | null;
-  /** Durable evaluation (rule_evals, PostgreSQL): the readings of watched devices, leased in the store. */
-  private readonly evaluations: RuleEvaluations<Candidate> | null;
+  /** Durable, leased runs (rule_jobs). */
+  private readonly jobs: RuleJobs;
+  /** Durable evaluation (rule_evals): the readings of watched devices, written with their commit. */
+  private readonly evaluations: RuleEvaluations<Candidate>;
   private readonly history: RunHistory;
   private readonly turns: Turns;
   private unsubscribe: () => void = () => {};
@@ -63,35 +65,31 @@ export class RuleEngine {
     this.turns = new Turns(options.runsPerTurn ?? 64);
     this.shared = options.shared ?? false;
     this.firingRate = { maxFiringsPerSecond: 20, hotSeconds: 5, ...options.firingRate };
-    this.jobs =
-      this.shared && store.ruleJobs
-        ? new RuleJobs(store.ruleJobs, options.leaseMs ?? 10_000, (job) => this.resume(job), log, clock)
-        : null;
-    this.evaluations =
-      this.jobs && store.ruleEvals
-        ? new RuleEvaluations<Candidate>(
-            store.ruleEvals,
-            this.jobs.lease,
-            options.leaseMs ?? 10_000,
-            { evaluate: (rows) => this.evaluateRows(rows), admit: (c, now) => this.admitCandidate(c, now), fired: (a, o) => this.firedDurably(a, o) },
-            log,
-            clock,
-            options.testHoldEvaluation ?? false,
-          )
-        : null;
+    // Durable runs and evaluations on both stores (one code path): the one process of the embedded
+    // store owns all their rows, several instances on PostgreSQL lease them.
+    const leaseMs = options.leaseMs ?? 10_000;
+    this.jobs = new RuleJobs(store.ruleJobs, leaseMs, (job) => this.resume(job), log, clock);
+    this.evaluations = new RuleEvaluations<Candidate>(
+      store.ruleEvals,
+      this.jobs.lease,
+      leaseMs,
+      { evaluate: (rows) => this.evaluateRows(rows), admit: (c, now) => this.admitCandidate(c, now), fired: (a, o) => this.firedDurably(a, o) },
+      log,
+      clock,
+      options.testHoldEvaluation ?? false,
+    );
   }
 
   /** Readings whose evaluation was claimed here after the instance that committed them lost its lease. */
   get evaluationsTakenOver(): number {
-    return this.evaluations?.stats.claimed ?? 0;
+    return this.evaluations.stats.claimed;
   }
 
   /**
    * For the Ingest service: whether an event's reading is evaluated durably (a rule of its owner
-   * watches its device); null when evaluation is not durable (the embedded store).
+   * watches its device).
    */
-  get evaluation(): { lease: string; leaseMs: number; watches: (e: IngestEvent) => boolean } | null {
-    if (!this.evaluations || !this.jobs) return null;
+  get evaluation(): { lease: string; leaseMs: number; watches: (e: IngestEvent) => boolean } {
     return {
       lease: this.jobs.lease,
       leaseMs: this.jobs.leaseMs,
@@ -114,8 +112,8 @@ export class RuleEngine {
       this.reloadAll().catch((err: unknown) => this.log.error({ err }, "reloading the rules failed"));
     });
     await this.reloadAll();
-    this.jobs?.start();
-    this.evaluations?.start();
+    this.jobs.start();
+    this.evaluations.start();
   }
 
   private async reloadAll(): Promise<void> {
@@ -145,12 +143,12 @@ export class RuleEngine {
   async stop(): Promise<void> {
     this.unsubscribe();
     this.unsubscribeResync?.();
-    await this.evaluations?.stop();
-    await this.jobs?.stop();
+    await this.evaluations.stop();
+    await this.jobs.stop();
     this.abort.abort();
     await this.idle();
     // Runs stopped midway stay in the store: another instance resumes them now rather than after the lease.
-    await this.jobs?.release();
+    await this.jobs.release();
   }
 
   /** Brings a created, changed, suspended or unsuspended rule into the index. */
@@ -208,46 +206,22 @@ export class RuleEngine {
     return this.index.size;
   }
 
+  /** Committed events: the readings written to rule_evals with their commit, evaluated in order. */
   readonly onCommitted = (events: CommittedEvent[]): void => {
     if (this.abort.signal.aborted) return;
-    if (this.evaluations) {
-      // Durable: only the readings written to rule_evals with their commit, evaluated in order.
-      const rows: EvalInput[] = [];
-      for (const e of events) {
-        if (e.evaluation === undefined) continue;
-        rows.push({ id: e.evaluation, guid: e.guid, userId: e.userId, DA: e.DA, ts: e.ts, prev: e.prev ?? null, cause: e.cause ?? [] });
-      }
-      this.evaluations.submit(rows);
-      return;
-    }
+    const rows: EvalInput[] = [];
+    let unnamed = false;
     for (const e of events) {
-      if (e.kind === "config") continue;
-      const rules = this.index.get(e.guid);
-      if (!rules) continue;
-      let prev: string | undefined;
-      if (e.prev !== undefined || e.stale) {
-        // As committed (PostgreSQL): the same value before it whichever instance took the device's
-        // earlier events, so each event is judged once, as one process would.
-        if (e.stale) continue;
-        this.values.put(e.guid, e.DA, e.ts);
-        prev = e.prev ?? undefined;
-      } else {
-        const seen = this.values.set(e.guid, e.DA, e.ts);
-        if (seen === "stale") continue;
-        prev = seen.prev;
+      if (e.evaluation === undefined) {
+        // SQLite: the row was written (unleased) without its id coming back; claimed from the store.
+        if (e.evaluate) unnamed = true;
+        continue;
       }
-      // A rule only hears its owner's devices (a GUID comes back under another account after an unpairing).
-      for (const rule of rules) if (rule.userId === e.userId) this.evaluate(rule, e, prev);
+      rows.push({ id: e.evaluation, guid: e.guid, userId: e.userId, DA: e.DA, ts: e.ts, prev: e.prev ?? null, cause: e.cause ?? [] });
     }
+    this.evaluations.submit(rows);
+    if (unnamed) this.evaluations.claimNow();
   };
-
-  private evaluate(rule: Compiled, e: CommittedEvent, prev: string | undefined): void {
-    const m = this.matches(rule, e, prev);
-    if (m === true) this.fire(rule, e);
-    else if (m !== false) {
-      m.then((ok) => ok && this.fire(rule, e)).catch((err: unknown) => this.log.warn({ err, rid: rule.id }, "reading the values of a rule's other devices failed: not fired"));
-    }
-  }
 
   /** Whether `e` triggers the rule while its other preconditions hold (several instances: read as committed). */
   private matches(rule: Compiled, e: { guid: string; DA: string }, prev: string | undefined): boolean | Promise<boolean> {
@@ -298,7 +272,7 @@ export class RuleEngine {
       const rule = c.rule;
       const st = rule.state;
       const o = outcomes?.[i];
-      if (typeof o === "number" && this.jobs) {
+      if (typeof o === "number") {
         this.jobs.adopt(o);
         st.chain = st.chain
           // The next turn: the responses of the committed events are written before the actions'
@@ -349,28 +323,6 @@ export class RuleEngine {
     return true;
   }
 
-  /** The rule's preconditions hold on `e`: fires it unless its timeout, a loop or its queue forbids (in this process). */
-  private fire(rule: Compiled, e: CommittedEvent): void {
-    const now = this.clock();
-    const st = rule.state;
-    const cause = e.cause ?? [];
-    if (!this.admit(rule, e.guid, cause, now)) return;
-    st.chain = st.chain
-      // The next turn: the responses of the committed events are written before the actions'
-      // own disk writes (a queued command) take the event loop.
-      .then(() => this.turns.next())
-      .then(async () => {
-        // Across instances: another one may have fired this rule within its timeout.
-        if (this.shared && rule.timeoutMs > 0 && !(await this.store.rules.claimFiring(rule.id, now, rule.timeoutMs))) {
-          this.stats.fired--;
-          return;
-        }
-        await runCaused([...cause, rule.id], () => this.run(rule, now));
-      })
-      .catch((err: unknown) => this.log.error({ err, rid: rule.id }, "rule run failed unexpectedly"))
-      .finally(() => st.pending--);
-  }
-
   /**
    * A rule fired too fast for too long (firing-rate.ts): out of the index at once, then suspended
    * in the store (every instance hears of it), and why recorded in its history.
@@ -400,8 +352,8 @@ export class RuleEngine {
         await this.reload(job.rule_id);
         rule = this.rules.get(job.rule_id);
       }
-      if (!rule || !this.jobs) {
-        await this.jobs?.finish(job.id);
+      if (!rule) {
+        await this.jobs.finish(job.id);
         return;
       }
       const r = rule;
@@ -418,7 +370,7 @@ export class RuleEngine {
   private async run(rule: Compiled, firedAt: number, job?: JobState): Promise<void> {
     const out = await runActions(rule, { deps: this.deps, signal: this.abort.signal, clock: this.clock, jobs: this.jobs }, job);
     if (out === "handed") return;
-    if (job) await this.jobs?.finish(job.id);
+    if (job) await this.jobs.finish(job.id);
     this.stats.runs++;
     if (out.error !== null) {
       this.stats.failed++;

@@ -53,6 +53,8 @@ export class RuleEvaluations<C> {
   private polling: Promise<void> | null = null;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** Claim again as soon as the poll under way ends (with its `fresh`); null: no. */
+  private again: boolean | null = null;
   private lastError = 0;
   readonly stats = { claimed: 0, consumed: 0, released: 0 };
 
@@ -142,20 +144,35 @@ export class RuleEvaluations<C> {
     }
   }
 
-  private poll(): void {
+  /**
+   * Rows were just committed unleased (the embedded store, whose ingest thread does not return
+   * their ids): claims them now, after the poll under way if there is one.
+   */
+  claimNow(): void {
+    if (this.hold || this.stopped) return;
+    if (this.polling) this.again ??= true;
+    else this.poll(true);
+  }
+
+  /** `fresh`: rows this process just committed, not rows taken over from a dead one. */
+  private poll(fresh = false): void {
     if (this.stopped || this.polling) return;
+    this.again = null;
     this.polling = this.repo
       .claim(this.lease, this.clock(), this.leaseMs, CLAIM_BATCH)
       .then((rows) => {
+        // A full batch: more may wait.
+        if (rows.length === CLAIM_BATCH) this.again ??= fresh;
         const mine = rows.filter((r) => !this.held.has(r.id));
         if (mine.length === 0 || this.stopped) return;
-        this.stats.claimed += mine.length;
-        this.log.info({ rows: mine.length }, "evaluating the rules of readings whose instance lost its lease");
+        if (!fresh) this.stats.claimed += mine.length;
+        if (!fresh) this.log.info({ rows: mine.length }, "evaluating the rules of readings whose instance lost its lease");
         this.submit(mine.map((r) => ({ id: r.id, guid: r.guid, userId: r.user_id, DA: r.da, ts: r.ts, prev: r.prev, cause: r.cause })));
       })
       .catch((err: unknown) => this.failed(err, "claiming rule evaluations failed"))
       .finally(() => {
         this.polling = null;
+        if (this.again !== null) this.poll(this.again);
       });
   }
 
