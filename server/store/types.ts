@@ -381,11 +381,6 @@ export interface RulesRepo {
   update(row: RuleRow): Promise<void>;
   setSuspended(id: number, suspended: boolean): Promise<void>;
   remove(id: number): Promise<boolean>;
-  /**
-   * Records that the rule fires at `now` unless it fired less than `timeoutMs` before (by any
-   * instance); true when this firing is the one that counts.
-   */
-  claimFiring(id: number, now: number, timeoutMs: number): Promise<boolean>;
   /** Records runs (one transaction) and keeps only the newest `keep` runs of each rule. */
   addRuns(runs: RuleRunRow[], keep: number): Promise<void>;
   runs(ruleId: number): Promise<RuleRunRow[]>;

@@ -278,9 +278,6 @@ describe.each(PG_AVAILABLE ? [...STORES, postgresDayStore] : STORES)("store: $na
       { rule_id: r.id, ts: 3, ok: true, steps, error: null },
       { rule_id: r.id, ts: 2, ok: false, steps, error: "boom" },
     ]);
-    expect(await store.rules.claimFiring(r.id, 10_000, 2000)).toBe(true);
-    expect(await store.rules.claimFiring(r.id, 11_999, 2000)).toBe(false); // within the timeout
-    expect(await store.rules.claimFiring(r.id, 12_000, 2000)).toBe(true);
     expect(await store.rules.get(r.id)).toEqual({ ...body, id: r.id, short_name: "r2", timeout: 5, suspended: true });
     expect(await store.rules.count(userId)).toBe(1);
     expect(await store.rules.remove(r.id)).toBe(true);

@@ -101,15 +101,6 @@ export function rulesRepo(pool: pg.Pool): RulesRepo {
     async remove(id) {
       return (await q(pool, "DELETE FROM rules WHERE id = $1 RETURNING 1", [id])).length > 0;
     },
-    async claimFiring(id, now, timeoutMs) {
-      const rows = await q(
-        pool,
-        "UPDATE rules SET last_fired = $2 WHERE id = $1 AND (last_fired IS NULL OR last_fired <= $2 - $3::bigint) RETURNING 1",
-        [id, now, Math.ceil(timeoutMs)],
-        "rules.claimFiring",
-      );
-      return rows.length > 0;
-    },
     async addRuns(runs, keep) {
       if (runs.length === 0) return;
       await tx(pool, async (c) => {

@@ -145,7 +145,6 @@ export function rulesRepo(db: Database): RulesRepo {
   );
   const setSuspended = db.prepare("UPDATE rules SET suspended = ? WHERE id = ?");
   const remove = db.prepare("DELETE FROM rules WHERE id = ?");
-  const claimFiring = db.prepare("UPDATE rules SET last_fired = @now WHERE id = @id AND (last_fired IS NULL OR last_fired <= @now - @timeoutMs)");
   const insertRun = db.prepare("INSERT INTO rule_runs (rule_id, ts, ok, steps, error) VALUES (@rule_id, @ts, @ok, @steps, @error)");
   const prune = db.prepare(
     "DELETE FROM rule_runs WHERE rule_id = ? AND id <= (SELECT id FROM rule_runs WHERE rule_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
@@ -188,9 +187,6 @@ export function rulesRepo(db: Database): RulesRepo {
     },
     async remove(id) {
       return remove.run(id).changes > 0;
-    },
-    async claimFiring(id, now, timeoutMs) {
-      return claimFiring.run({ id, now, timeoutMs }).changes > 0;
     },
     async addRuns(runs, keep) {
       if (runs.length > 0) addRuns.immediate(runs, keep);

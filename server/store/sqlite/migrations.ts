@@ -226,7 +226,7 @@ CREATE TABLE activation_waits (
 `,
 });
 
-// When each rule last fired, for the instances that share a store (RulesRepo.claimFiring).
+// When each rule last fired, for the instances that share a store (the firing of a rule job in rule-evals.ts checks and sets it in the transaction that fires).
 MIGRATIONS.push({
   name: "060-rule-last-fired",
   sql: "ALTER TABLE rules ADD COLUMN last_fired INTEGER;",
