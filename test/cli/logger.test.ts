@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { logFormat } from "../../cli/logger.js";
-import { type CliProcess, freePort, spawnCli, stopProcess } from "../helpers/process.js";
+import { type CliProcess, spawnCli, stopProcess } from "../helpers/process.js";
 
 describe("log format", () => {
   it("is pretty on a terminal and JSON otherwise, unless the environment says", () => {
@@ -32,10 +32,8 @@ describe("log format", () => {
       ["pretty", /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO \(blockkit\): /],
     ])("BLOCKKIT_LOG_FORMAT=%s", async (format, line) => {
       dir = mkdtempSync(join(tmpdir(), "blockkit-log-"));
-      const port = await freePort();
-      // Both ports picked: the default stream port (port + 1) may be another test's.
-      const streamPort = await freePort();
-      p = spawnCli(["server", "--port", String(port), "--stream-port", String(streamPort), "--data", dir, "--admin-token", "log-format-token-0123"], { BLOCKKIT_LOG_FORMAT: format });
+      // Ports the kernel picks: ports picked beforehand (freePort) can be taken by another test meanwhile.
+      p = spawnCli(["server", "--port", "0", "--stream-port", "0", "--data", dir, "--admin-token", "log-format-token-0123"], { BLOCKKIT_LOG_FORMAT: format });
       await p.waitForLine(/blockkit server ready/, 20_000);
       await p.waitForErrLine(line, 10_000);
     });

@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { freePort, spawnCli, stopProcess } from "../helpers/process.js";
+import { spawnCli, stopProcess } from "../helpers/process.js";
 
 const dir = mkdtempSync(join(tmpdir(), "blockkit-notify-"));
 let recv: ChildProcess | undefined;
@@ -22,10 +22,8 @@ it("tells systemd it is ready once it listens, and that it stops on SIGTERM", as
   recv = spawn("socat", ["-u", `UNIX-RECV:${sock}`, "STDOUT"], { stdio: ["ignore", "pipe", "ignore"] });
   recv.stdout?.on("data", (c: Buffer) => (got += c.toString()));
   await expect.poll(() => existsSync(sock), { timeout: 5000 }).toBe(true);
-  const port = await freePort();
-  // Both ports picked: the default stream port (port + 1) may be another test's.
-  const streamPort = await freePort();
-  const p = spawnCli(["server", "--port", String(port), "--stream-port", String(streamPort), "--data", join(dir, "data"), "--admin-token", "notify-token-0123456"], { NOTIFY_SOCKET: sock });
+  // Ports the kernel picks: ports picked beforehand (freePort) can be taken by another test meanwhile.
+  const p = spawnCli(["server", "--port", "0", "--stream-port", "0", "--data", join(dir, "data"), "--admin-token", "notify-token-0123456"], { NOTIFY_SOCKET: sock });
   await p.waitForLine(/blockkit server ready/, 20_000);
   await expect.poll(() => got, { timeout: 10_000 }).toContain("READY=1");
   expect(await stopProcess(p, "SIGTERM")).toBe(0);

@@ -12,7 +12,7 @@ import { createInterface } from "node:readline";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { openFileLimit } from "../../../protocol/open-files.js";
 import { connectionCap } from "../../../server/services/limits.js";
-import { ROOT, freePort } from "../../helpers/process.js";
+import { ROOT } from "../../helpers/process.js";
 
 describe("open-file limit and the connection cap", () => {
   it("reads /proc/self/limits, unlimited included, and caps connections at the limit less 512", () => {
@@ -45,18 +45,19 @@ afterAll(async () => {
 
 describe("blockkit server's open files", () => {
   it("starts with a soft limit of 300 and a hard one of 800: runs at 800, logs it, and caps connections at 288", { timeout: 30_000 }, async () => {
-    const port = await freePort();
-    const streamPort = await freePort();
-    const argv = [process.execPath, "--import", "tsx", "cli/index.ts", "server", "--port", String(port), "--stream-port", String(streamPort), "--data", dir, "--admin-token", "open-files-admin-token-0123"];
+    const argv = [process.execPath, "--import", "tsx", "cli/index.ts", "server", "--port", "0", "--stream-port", "0", "--data", dir, "--admin-token", "open-files-admin-token-0123"];
     const child = spawn("/bin/sh", ["-c", 'ulimit -S -n 300 && ulimit -H -n 800 && exec "$@"', "sh", ...argv], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
     started.push(child);
     const log: string[] = [];
     createInterface({ input: child.stderr as NodeJS.ReadableStream }).on("line", (l) => log.push(l));
-    const ready = new Promise<void>((resolve, reject) => {
-      createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (l) => l.startsWith("base_url") && resolve());
+    const ready = new Promise<number>((resolve, reject) => {
+      createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (l) => {
+        const m = /^base_url\s+http:\/\/[^:]+:(\d+)\//.exec(l);
+        if (m) resolve(Number(m[1]));
+      });
       child.once("exit", (code) => reject(new Error(`server exited with ${code}: ${log.join("\n")}`)));
     });
-    await ready;
+    const port = await ready;
     const limits = readFileSync(`/proc/${child.pid}/limits`, "utf8");
     expect(limits).toMatch(/^Max open files\s+800\s+800\s/m);
     const line = log.map((l) => JSON.parse(l) as { level: number; msg: string; max_connections?: number }).find((l) => l.msg.startsWith("open files"));
