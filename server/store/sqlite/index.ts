@@ -16,6 +16,7 @@ import { MIGRATIONS, type Migration } from "./migrations.js";
 import { IngestThread, workerModule } from "./ingest-thread.js";
 import { ReadingsStaging, WAL_AUTOCHECKPOINT_PAGES } from "./staging.js";
 import { openError, prepareDataDir } from "./files.js";
+import { type DataDirLock, lockDataDir } from "./dir-lock.js";
 import { ruleEvalsRepo, ruleJobsRepo } from "./rule-evals.js";
 
 export interface SqliteStoreOptions {
@@ -28,7 +29,8 @@ export interface SqliteStoreOptions {
   /**
    * Commit block events on a worker thread with its own connection (ingest-thread.ts). Default
    * true for a file in WAL mode; the main thread commits them otherwise (`:memory:`, or false:
-   * one-shot commands such as `users add`).
+   * one-shot commands such as `users add`). A store with an ingest thread owns its data directory:
+   * a second one on the same directory, in this process or another, is refused (dir-lock.ts).
    */
   ingestThread?: boolean;
   /** Where the store reports a failure of its ingest thread. Default: stderr. */
@@ -53,10 +55,13 @@ export function migrate(db: Database.Database, migrations: Migration[] = MIGRATI
 export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Database.Database; ingestThread: IngestThread | null } {
   let file = ":memory:";
   if (options.dataDir !== ":memory:") file = prepareDataDir(options.dataDir, { create: options.create, warn: options.warn });
+  // Before SQLite opens the database: a second server fails here, having touched nothing.
+  const lock: DataDirLock | null = file !== ":memory:" && options.ingestThread !== false ? lockDataDir(options.dataDir) : null;
   let db: Database.Database;
   try {
     db = new Database(file);
   } catch (err) {
+    lock?.release();
     throw unavailable(openError(file, err).message, err);
   }
   let journal: string;
@@ -72,6 +77,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
     migrate(db);
   } catch (err) {
     if (db.open) db.close();
+    lock?.release();
     throw openError(file, err);
   }
   const cache = new StoreCache();
@@ -104,9 +110,13 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
     ruleJobs: ruleJobsRepo(db),
     ruleEvals: ruleEvalsRepo(db),
     async close() {
-      await thread?.close();
-      staging.close();
-      if (db.open) db.close();
+      try {
+        await thread?.close();
+        staging.close();
+        if (db.open) db.close();
+      } finally {
+        lock?.release();
+      }
     },
   };
 }
