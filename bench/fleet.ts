@@ -27,6 +27,7 @@ export function printFleet(r: FleetResult): void {
   figure("  ingest ack p50", r.p50, "ms");
   figure("  ingest ack p99", r.p99, "ms");
   figure("  errors", r.errors, Object.entries(r.errorsByKind).map(([k, v]) => `${k} ${v}`).join(", "));
+  figure("  throttled (429, asked again)", r.throttled, Object.entries(r.throttledByKind).map(([k, v]) => `${k} ${v}`).join(", "));
   figure("  simulator CPU, all processes", r.simCpu, `% of one core (${r.simEach.map(pc).join(" + ")})`);
   r.servers.forEach((s, i) => {
     figure(`  server ${i + 1} CPU`, s.cpu, `% of one core; commits: mean ${s.commitMeanMs.toFixed(1)} ms, 90 % ${s.commitP90}, ${s.perBatch.toFixed(0)} events each; ${s.fds} open files`);

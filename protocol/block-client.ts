@@ -54,13 +54,21 @@ export interface BlockClientOptions {
 
 /** A failed block call. `status` is 0 for network errors and timeouts. */
 export class BlockClientError extends Error {
+  /** How long the server asked the client to wait before it asks again (its Retry-After), ms; null when it did not say. */
+  readonly retryAfterMs: number | null;
+
   constructor(
     message: string,
     readonly status: number,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterMs?: number | null },
   ) {
     super(message, options);
     this.name = "BlockClientError";
+    this.retryAfterMs = options?.retryAfterMs ?? null;
+  }
+  /** The server is rate limiting this client (429): backpressure, ask again later. */
+  get throttled(): boolean {
+    return this.status === 429;
   }
   /** The token was refused: the block must activate again. */
   get unauthorized(): boolean {
@@ -182,7 +190,7 @@ export class BlockClient {
     }
     return sent.then(
       (res) => {
-        if (res.status < 200 || res.status >= 300) throw answerError("POST", url, res.status, res.body);
+        if (res.status < 200 || res.status >= 300) throw answerError("POST", url, res.status, res.body, res.headers["retry-after"]);
       },
       (err: unknown) => {
         throw networkError("POST", url, err);
@@ -235,9 +243,10 @@ export class BlockClient {
     const headers = this.headersFor(o.token, contentType);
     let status: number;
     let answer: Buffer;
+    let res: TransportResponse;
     try {
       this.transport ??= await this.loading;
-      const res = await (this.transport as BlockTransport).send({
+      res = await (this.transport as BlockTransport).send({
         method,
         url,
         headers,
@@ -257,7 +266,7 @@ export class BlockClient {
     // answers with content (activation, commands) and errors (for the server's message).
     if (ok && !o.json) return { status, json: null };
     if (ok) return { status, json: parseJson(answer) };
-    throw answerError(method, url, status, answer);
+    throw answerError(method, url, status, answer, res.headers["retry-after"]);
   }
 }
 
@@ -279,10 +288,28 @@ function networkError(method: string, url: string, err: unknown): BlockClientErr
   return new BlockClientError(`${method} ${redact(url)}: ${(err as Error).message}`, 0, { cause: err });
 }
 
-/** A non-2xx answer, with the server's envelope message when it has one. */
-function answerError(method: string, url: string, status: number, answer: Buffer): BlockClientError {
+/** A non-2xx answer, with the server's envelope message when it has one, and its Retry-After. */
+function answerError(method: string, url: string, status: number, answer: Buffer, retryAfter?: string | string[]): BlockClientError {
   const msg = (parseJson(answer) as { error?: unknown } | null)?.error;
-  return new BlockClientError(`${method} ${redact(url)} answered ${status}${typeof msg === "string" ? `: ${msg}` : ""}`, status);
+  return new BlockClientError(`${method} ${redact(url)} answered ${status}${typeof msg === "string" ? `: ${msg}` : ""}`, status, {
+    retryAfterMs: retryAfterMs(retryAfter),
+  });
+}
+
+/** Longest Retry-After honoured, ms: a server asking for more is asked again after this (a day). */
+const RETRY_AFTER_MAX_MS = 86_400_000;
+
+/**
+ * A Retry-After field (RFC 9110 10.2.3: delay-seconds, or an HTTP-date) as a delay from now, ms;
+ * null when absent or unreadable. A date in the past is no wait (0).
+ */
+export function retryAfterMs(field: string | string[] | undefined, now: number = Date.now()): number | null {
+  const text = (Array.isArray(field) ? field[0] : field)?.trim();
+  if (!text) return null;
+  if (/^\d+$/.test(text)) return Math.min(RETRY_AFTER_MAX_MS, Number(text) * 1000);
+  const at = Date.parse(text);
+  if (Number.isNaN(at) || !/[A-Za-z]/.test(text)) return null;
+  return Math.min(RETRY_AFTER_MAX_MS, Math.max(0, at - now));
 }
 
 /** URLs in error messages never carry the user token. */

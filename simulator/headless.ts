@@ -23,7 +23,7 @@ export function progressLine(s: RunStatus): string {
   const when = s.phase === "running" ? `${duration(s.measuredMs)}/${duration(s.durationMs)}` : s.phase;
   return (
     `[${when}] blocks ${s.blocks.activated}/${s.blocks.planned} sent ${c.events_sent} acked ${c.events_acked} (${s.ackRate}/s) ` +
-    `errors ${c.errors} cmd ${c.commands_received}/${c.commands_sent} cb ${c.callbacks_received} ` +
+    `errors ${c.errors}${c.throttled > 0 ? ` throttled ${c.throttled}` : ""} cmd ${c.commands_received}/${c.commands_sent} cb ${c.callbacks_received} ` +
     `p99 ingest ${ms(s.metrics.ingest.p99)} cmd ${ms(s.metrics.command.p99)} cb ${ms(s.metrics.callback.p99)} ms ` +
     `cpu ${Math.round(s.cpuPercent)}%`
   );

@@ -82,6 +82,9 @@ export function mergeReports(reports: Report[], o: { allowPartial?: boolean } = 
   for (const k of Object.keys(first.counts) as (keyof Report["counts"])[]) counts[k] = sum(reports, (r) => r.counts[k] ?? 0);
   const errors: Record<string, number> = {};
   for (const r of reports) for (const [k, v] of Object.entries(r.errors_by_kind)) errors[k] = (errors[k] ?? 0) + v;
+  // A report of an older blockkit has no throttled figures (its 429s are among its errors).
+  const throttled: Record<string, number> = {};
+  for (const r of reports) for (const [k, v] of Object.entries(r.throttled_by_kind ?? {})) throttled[k] = (throttled[k] ?? 0) + v;
   const sims = reports.map((r) => r.simulator);
   const acked = sum(reports, (r) => r.events_per_s * r.duration_s);
   const cpuMs = sum(reports, (r) => r.simulator.cpu_user_ms + r.simulator.cpu_system_ms);
@@ -95,6 +98,7 @@ export function mergeReports(reports: Report[], o: { allowPartial?: boolean } = 
     blocks: { planned: sum(reports, (r) => r.blocks.planned), activated: sum(reports, (r) => r.blocks.activated), failed: sum(reports, (r) => r.blocks.failed) },
     counts,
     errors_by_kind: errors,
+    throttled_by_kind: throttled,
     latency_ms: { ingest: ingest.summary(), command: command.summary(), callback: callback.summary() },
     events_per_s: round2(sum(reports, (r) => r.events_per_s)),
     simulator: {

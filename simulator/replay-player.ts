@@ -63,7 +63,7 @@ export async function playRecording(o: ReplayOptions): Promise<ReplayResult> {
   });
   const client = new SimBlockClient(
     { baseUrl: o.baseUrl, streamUrl: o.streamUrl, nodeId: o.nodeId, transport: http.transport },
-    { error: (kind) => metrics.error(kind) },
+    { error: (kind) => metrics.error(kind), throttled: (kind) => metrics.throttled(kind) },
   );
   const agent = new BlockAgent({ nodeId: o.nodeId, client, outbox, tokens: new SimTokenStore(), userToken: o.token });
   const link: CommandTarget = {

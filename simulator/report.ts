@@ -28,6 +28,11 @@ export interface Report {
   blocks: BlockCounts;
   counts: MetricsSnapshot["counters"] & { commands_lost: number; commands_in_flight: number; callback_devices: number };
   errors_by_kind: Record<string, number>;
+  /**
+   * Answers 429 by the call that got them: the server rate-limited a credential and the call was
+   * asked again after a wait. Backpressure, not errors (`counts.throttled` is their sum).
+   */
+  throttled_by_kind: Record<string, number>;
   latency_ms: { ingest: MetricsSnapshot["ingest"]; command: MetricsSnapshot["command"]; callback: MetricsSnapshot["callback"] };
   events_per_s: number;
   simulator: LoadSummary & {
@@ -113,7 +118,7 @@ function bottleneck(i: ReportInput): { bottleneck: Bottleneck; reason: string } 
   const backlog = c.events_sent - c.events_acked - c.errors;
   const p50 = i.metrics.ingest.p50 ?? 0;
   const p99 = i.metrics.ingest.p99 ?? 0;
-  const serverSlow = p99 > 1000 || backlog > Math.max(100, c.events_sent * 0.05) || (i.metrics.errors_by_kind.uplink_http_429 ?? 0) > 0;
+  const serverSlow = p99 > 1000 || backlog > Math.max(100, c.events_sent * 0.05) || (i.metrics.throttled_by_kind.uplink ?? 0) > 0;
   const server = {
     bottleneck: "server" as const,
     reason: `ingest p50 ${p50} ms p99 ${p99} ms, far above the simulator's own event-loop delay (p99 ${l.loop_delay_p99_ms} ms)`,
@@ -143,6 +148,7 @@ export function metricTable(r: Omit<Report, "thresholds" | "passed">): Record<Th
     events_acked: c.events_acked,
     events_per_s: r.events_per_s,
     errors: c.errors,
+    throttled: c.throttled ?? 0,
     error_rate: c.events_sent > 0 ? c.errors / c.events_sent : 0,
     commands_sent: c.commands_sent,
     commands_received: c.commands_received,
@@ -176,6 +182,7 @@ export function buildReport(i: ReportInput): Report {
       callback_devices: i.callbackDevices,
     },
     errors_by_kind: i.metrics.errors_by_kind,
+    throttled_by_kind: i.metrics.throttled_by_kind,
     latency_ms: { ingest: i.metrics.ingest, command: i.metrics.command, callback: i.metrics.callback },
     events_per_s: i.measuredMs > 0 ? Math.round((i.measuredAcked / i.measuredMs) * 1e5) / 100 : 0,
     simulator: {
@@ -210,7 +217,7 @@ export function summaryLines(r: Report): string[] {
   const lat = (name: string, s: Report["latency_ms"]["ingest"]): string =>
     s.count === 0 ? `${name}: no samples` : `${name}: p50 ${ms(s.p50)} p90 ${ms(s.p90)} p99 ${ms(s.p99)} max ${ms(s.max)} ms (${s.count})`;
   const lines = [
-    `blocks ${r.blocks.activated}/${r.blocks.planned} activated, events ${r.counts.events_acked}/${r.counts.events_sent} acked, ${r.counts.errors} errors, ${r.events_per_s}/s`,
+    `blocks ${r.blocks.activated}/${r.blocks.planned} activated, events ${r.counts.events_acked}/${r.counts.events_sent} acked, ${r.counts.errors} errors, ${r.counts.throttled ?? 0} throttled, ${r.events_per_s}/s`,
     lat("ingest ack", r.latency_ms.ingest),
     lat("command round trip", r.latency_ms.command),
     `${lat("callback delivery", r.latency_ms.callback)}, ${r.counts.callbacks_received} deliveries on ${r.counts.callback_devices} devices`,

@@ -72,6 +72,8 @@ export function mergeStatus(parts: { status: RunStatus; histograms: { ingest: st
   for (const k of Object.keys(counters) as (keyof typeof counters)[]) counters[k] = sum((s) => s.metrics.counters[k]);
   const errors: Record<string, number> = {};
   for (const s of all) for (const [k, v] of Object.entries(s.metrics.errors_by_kind)) errors[k] = (errors[k] ?? 0) + v;
+  const throttled: Record<string, number> = {};
+  for (const s of all) for (const [k, v] of Object.entries(s.metrics.throttled_by_kind)) throttled[k] = (throttled[k] ?? 0) + v;
   const series = { ...first.metrics.series };
   for (const k of Object.keys(series) as (keyof typeof series)[]) {
     const len = Math.max(...all.map((s) => s.metrics.series[k].length));
@@ -93,7 +95,7 @@ export function mergeStatus(parts: { status: RunStatus; histograms: { ingest: st
     remainingMs: Math.max(...all.map((s) => s.remainingMs)),
     durationMs: first.durationMs,
     blocks,
-    metrics: { counters, errors_by_kind: errors, ingest: latency("ingest"), command: latency("command"), callback: latency("callback"), series },
+    metrics: { counters, errors_by_kind: errors, throttled_by_kind: throttled, ingest: latency("ingest"), command: latency("command"), callback: latency("callback"), series },
     ackRate: Math.round(sum((s) => s.ackRate) * 100) / 100,
     cpuPercent: sum((s) => s.cpuPercent),
     loopDelayP99Ms: Math.max(...all.map((s) => s.loopDelayP99Ms)),

@@ -1,7 +1,10 @@
 /**
  * Activation: the stored token when there is one; else the direct flow with the user token, else
  * the two-legged held GET asked again and again until a user claims the node. Network failures back
- * off with full jitter; a refused user token falls back to the two-legged flow.
+ * off with full jitter; a refused user token falls back to the two-legged flow. A 429 (the server
+ * rate-limits the credential) is backpressure: the same request is asked again after the server's
+ * Retry-After plus the backoff's jitter (so throttled blocks do not all come back at one instant),
+ * or after the backoff alone when the server gave none.
  */
 import type { Logger } from "pino";
 import { type BlockClient, BlockClientError } from "../../protocol/block-client.js";
@@ -46,8 +49,9 @@ export class Activator {
           this.userToken = undefined;
           continue;
         }
-        const delay = this.backoff.fail();
-        this.log.warn({ err: e.message, delayMs: delay }, "activation request failed, backing off");
+        const delay = this.backoff.fail() + (e.throttled ? (e.retryAfterMs ?? 0) : 0);
+        if (e.throttled) this.log.warn({ err: e.message, delayMs: delay, retryAfterMs: e.retryAfterMs }, "activation throttled by the server (429), asking again later");
+        else this.log.warn({ err: e.message, delayMs: delay }, "activation request failed, backing off");
         await sleep(delay, signal);
       }
     }

@@ -1,7 +1,7 @@
 /**
  * Registers the simulator's own receiver as the callback URL of a few sensor devices (PUT, so a
  * second run replaces rather than conflicts), once each device exists on the server (after its
- * block's PLUGIN announcements were acknowledged; a 404 is asked again on the next tick).
+ * block's PLUGIN announcements were acknowledged; a 404 or a 429 is asked again on the next tick).
  */
 import type { ApiClient } from "../../protocol/api-client.js";
 import type { CallbackReceiver } from "../callback-receiver.js";
@@ -66,6 +66,11 @@ export class CallbackRegistrar {
         } catch (err) {
           const status = (err as { status?: number }).status ?? 0;
           if (status === 404 && ++w.tries < 30) continue;
+          // 429: the user token is rate limited; the rest wait for the next tick.
+          if (status === 429) {
+            this.metrics.throttled("callback_register");
+            break;
+          }
           this.wanted = this.wanted.filter((x) => x !== w);
           this.metrics.error(`callback_register_${status === 0 ? "network" : `http_${status}`}`);
           this.log("error", `callback for ${w.device.guid}: ${(err as Error).message}`);

@@ -13,6 +13,8 @@ export type CallKind = "activate" | "uplink" | "poll" | "snapshot";
 export interface ClientHooks {
   /** A call failed for a reason other than the agent stopping or a chaos drop. */
   error(kind: string): void;
+  /** A call the agent asks again after a wait was answered 429 (backpressure, not an error). */
+  throttled(kind: CallKind): void;
 }
 
 /**
@@ -59,7 +61,11 @@ class SimLink implements BlockTransport {
     return {
       signal,
       ok: (res) => {
-        if (res.status < 200 || res.status >= 300) this.hooks.error(`${kind}_http_${res.status}`);
+        if (res.status < 200 || res.status >= 300) {
+          // A snapshot upload is not sent again: a refused one is lost, an error even when throttled.
+          if (res.status === 429 && kind !== "snapshot") this.hooks.throttled(kind);
+          else this.hooks.error(`${kind}_http_${res.status}`);
+        }
         return res;
       },
       failed: (err) => {

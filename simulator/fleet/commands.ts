@@ -114,6 +114,8 @@ export class CommandDriver {
       (err: unknown) => {
         this.pending.delete(d.guid);
         const status = (err as { status?: number }).status ?? 0;
+        // 429: the user token is rate limited; no command was made, the device is picked again later.
+        if (status === 429) return this.metrics.throttled("command_put");
         this.metrics.error(`command_put_${status === 0 ? "network" : `http_${status}`}`);
         this.log("error", `PUT ${d.guid}: ${(err as Error).message}`);
       },

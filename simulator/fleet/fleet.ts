@@ -149,7 +149,9 @@ export class Fleet {
         return;
       } catch (err) {
         const status = (err as { status?: number }).status ?? 0;
-        if (status !== 404) {
+        // 429: the user token is rate limited; asked again like a block not yet waiting.
+        if (status === 429) this.o.metrics.throttled("claim");
+        else if (status !== 404) {
           this.o.metrics.error(`claim_${status === 0 ? "network" : `http_${status}`}`);
           this.o.log("warn", `${b.nodeId}: claim failed: ${(err as Error).message}`);
         }

@@ -138,7 +138,7 @@ export class VirtualBlock implements CommandTarget {
     });
     this.client = new SimBlockClient(
       { baseUrl: ctx.baseUrl, streamUrl: ctx.streamUrl, nodeId, transport: ctx.transport },
-      { error: (kind) => this.error(kind) },
+      { error: (kind) => this.error(kind), throttled: (kind) => ctx.metrics.throttled(kind) },
     );
     this.agent = new BlockAgent({
       nodeId,

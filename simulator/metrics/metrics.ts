@@ -1,5 +1,5 @@
 /**
- * The run's measurements: counters, errors by kind, latency histograms and per-second rate series
+ * The run's measurements: counters, errors and throttled answers by kind, latency histograms and per-second rate series
  * (for the sparklines). Everything is aggregated as it happens; the TUI and the report read
  * snapshots, so a hundred thousand events cost counter increments, not objects.
  */
@@ -12,6 +12,12 @@ export interface Counters {
   events_sent: number;
   events_acked: number;
   errors: number;
+  /**
+   * Answers 429 (the server rate-limits the credential) to calls that are asked again after a
+   * wait: backpressure, not errors (activation, uplink, commands poll, the user's claims, command
+   * PUTs and callback registrations).
+   */
+  throttled: number;
   commands_sent: number;
   commands_received: number;
   callbacks_received: number;
@@ -29,6 +35,8 @@ export interface RateSeries {
 export interface MetricsSnapshot {
   counters: Counters;
   errors_by_kind: Record<string, number>;
+  /** Throttled answers by the call that got them (`activate`, `uplink`, `poll`, `claim`, `command_put`, `callback_register`). */
+  throttled_by_kind: Record<string, number>;
   ingest: LatencySummary;
   command: LatencySummary;
   callback: LatencySummary;
@@ -40,6 +48,7 @@ const emptyCounters = (): Counters => ({
   events_sent: 0,
   events_acked: 0,
   errors: 0,
+  throttled: 0,
   commands_sent: 0,
   commands_received: 0,
   callbacks_received: 0,
@@ -49,6 +58,7 @@ const emptyCounters = (): Counters => ({
 export class Metrics {
   readonly counters: Counters = emptyCounters();
   readonly errorsByKind = new Map<string, number>();
+  readonly throttledByKind = new Map<string, number>();
   readonly ingest = new Latency();
   readonly command = new Latency();
   readonly callback = new Latency();
@@ -104,6 +114,12 @@ export class Metrics {
     this.errorsByKind.set(kind, (this.errorsByKind.get(kind) ?? 0) + 1);
   }
 
+  /** A call of `kind` was answered 429 and will be asked again: counted apart from the errors. */
+  throttled(kind: string): void {
+    this.counters.throttled++;
+    this.throttledByKind.set(kind, (this.throttledByKind.get(kind) ?? 0) + 1);
+  }
+
   commandSent(): void {
     this.counters.commands_sent++;
   }
@@ -144,6 +160,7 @@ export class Metrics {
     return {
       counters: { ...this.counters },
       errors_by_kind: Object.fromEntries(this.errorsByKind),
+      throttled_by_kind: Object.fromEntries(this.throttledByKind),
       ingest: this.ingest.summary(),
       command: this.command.summary(),
       callback: this.callback.summary(),

@@ -10,6 +10,8 @@ export const THRESHOLD_METRICS = [
   "events_per_s",
   "errors",
   "error_rate",
+  /** Answers 429 that were asked again (backpressure; never in `errors`). */
+  "throttled",
   "commands_sent",
   "commands_received",
   "commands_lost",

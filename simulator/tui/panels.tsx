@@ -16,7 +16,9 @@ export function Header({ v }: { v: RunView }) {
         {duration(v.remainingMs)} · CPU {Math.round(v.cpuPercent)}%
       </Text>
       <Text wrap="truncate">
-        blocks {b.activated}/{b.planned} activated, {b.online} online, {b.paused} paused, {b.dropped} dropped · loop p99 {ms(v.loopDelayP99Ms)} ms
+        blocks {b.activated}/{b.planned} activated, {b.online} online, {b.paused} paused, {b.dropped} dropped ·{" "}
+        {v.metrics.counters.throttled > 0 ? <Text color="yellow">{count(v.metrics.counters.throttled)} throttled · </Text> : null}loop p99{" "}
+        {ms(v.loopDelayP99Ms)} ms
       </Text>
     </Box>
   );

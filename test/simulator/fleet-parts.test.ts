@@ -159,11 +159,23 @@ describe("simulated block client", () => {
     const port = (server.address() as AddressInfo).port;
     const http = fleetTransport(4, 1);
     const errors: string[] = [];
-    const client = new SimBlockClient({ baseUrl: `http://127.0.0.1:${port}/rest/v0`, nodeId: "SIMTEST000001", transport: http.transport }, { error: (k) => errors.push(k) });
+    const throttled: string[] = [];
+    const client = new SimBlockClient(
+      { baseUrl: `http://127.0.0.1:${port}/rest/v0`, streamUrl: `http://127.0.0.1:${port}`, nodeId: "SIMTEST000001", transport: http.transport },
+      { error: (k) => errors.push(k), throttled: (k) => throttled.push(k) },
+    );
     const reading = { G: "1", V: 0, D: 9, DA: "20.5" };
     try {
       await expect(client.data("tok", reading)).rejects.toMatchObject({ status: 503 });
       expect(errors).toEqual(["uplink_http_503"]);
+      // A 429 is backpressure (the agent asks again): throttled, not an error; a snapshot upload is
+      // not sent again, so a throttled one is lost: an error.
+      status = 429;
+      await expect(client.data("tok", reading)).rejects.toMatchObject({ status: 429, throttled: true });
+      await expect(client.snapshot("tok", "SIMTEST000001_0_0_1004", new Uint8Array([0xff, 0xd8]))).rejects.toMatchObject({ status: 429 });
+      expect(throttled).toEqual(["uplink"]);
+      expect(errors).toEqual(["uplink_http_503", "snapshot_http_429"]);
+      status = 503;
       const loop = new AbortController();
       const poll = client.commands("tok", loop.signal);
       await vi.waitFor(() => expect(held.length).toBe(1), { timeout: 5000 });
@@ -171,7 +183,7 @@ describe("simulated block client", () => {
       await expect(poll).rejects.toMatchObject({ status: 0 });
       await expect(client.data("tok", reading, loop.signal)).rejects.toThrow(/dropped/);
       expect(client.dropped).toBe(true);
-      expect(errors).toEqual(["uplink_http_503"]);
+      expect(errors).toEqual(["uplink_http_503", "snapshot_http_429"]);
       client.restore();
       status = 200;
       await expect(client.data("tok", reading, loop.signal)).resolves.toBeUndefined();
@@ -180,7 +192,7 @@ describe("simulated block client", () => {
       await vi.waitFor(() => expect(held.length).toBe(2), { timeout: 5000 });
       loop.abort();
       await expect(poll2).rejects.toMatchObject({ status: 0 });
-      expect(errors).toEqual(["uplink_http_503"]);
+      expect(errors).toEqual(["uplink_http_503", "snapshot_http_429"]);
     } finally {
       await http.close();
       server.closeAllConnections();

@@ -88,6 +88,22 @@ describe("TUI", () => {
     expect(frame).toMatch(/callback\s+40\.0\s+40\.0\s+40\.0\s+40\.0\s+1\s/);
     expect(frame).toContain("chaos: dropped the connection of SIM1N00000001 for 5 s");
     expect(frame).toContain(HELP);
+    // No throttled answers: the header does not mention them.
+    expect(frame).toMatch(/1 dropped · loop p99 4\.20 ms/);
+  });
+
+  it("shows the throttled answers (429, asked again) in the header, apart from the errors", () => {
+    const source = fakeSource();
+    const view = source.view;
+    source.view = (o) => {
+      const v = view(o);
+      return { ...v, metrics: { ...v.metrics, counters: { ...v.metrics.counters, throttled: 77 }, throttled_by_kind: { activate: 77 } } };
+    };
+    const ui = render(<App source={source} refreshMs={50} pageSize={10} />);
+    cleanup = ui.unmount;
+    const frame = ui.lastFrame() ?? "";
+    expect(frame).toMatch(/1 dropped · 77 throttled · loop p99/);
+    expect(frame).toMatch(/errors\s+0\/s\s+\S*\s+0/);
   });
 
   it("keys pause, resume, inject chaos, sort, page and quit", async () => {

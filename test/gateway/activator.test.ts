@@ -1,0 +1,97 @@
+/**
+ * The activator on a throttled server (fake timers, a scripted client): a 429 is backpressure, so
+ * the direct flow is asked again, after at least the server's Retry-After, else after the backoff.
+ */
+import pino from "pino";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { Activator } from "../../gateway/agent/activator.js";
+import { Backoff } from "../../gateway/agent/backoff.js";
+import { type BlockClient, BlockClientError } from "../../protocol/block-client.js";
+import type { TokenStore } from "../../gateway/agent/types.js";
+
+afterEach(() => vi.useRealTimers());
+
+function scripted(answers: (() => Promise<string | null>)[]): { client: BlockClient; calls: { at: number; userToken: string | undefined }[] } {
+  const calls: { at: number; userToken: string | undefined }[] = [];
+  const client = {
+    nodeId: "ACTIVATE00001",
+    activate: (o: { userToken?: string; signal?: AbortSignal } = {}) => {
+      calls.push({ at: Date.now(), userToken: o.userToken });
+      const next = answers.shift();
+      return next ? next() : new Promise<string | null>((_r, reject) => o.signal?.addEventListener("abort", () => reject(new Error("aborted"))));
+    },
+  } as unknown as BlockClient;
+  return { client, calls };
+}
+
+function memoryTokens(): TokenStore & { saved: string | null } {
+  const t = {
+    saved: null as string | null,
+    load: () => Promise.resolve(t.saved),
+    save: (token: string) => {
+      t.saved = token;
+      return Promise.resolve();
+    },
+    clear: () => {
+      t.saved = null;
+      return Promise.resolve();
+    },
+  };
+  return t;
+}
+
+const throttled = (retryAfterMs?: number) => (): Promise<string | null> =>
+  Promise.reject(new BlockClientError("GET /block/ACTIVATE00001/activate answered 429: rate limit exceeded", 429, { retryAfterMs }));
+
+describe("Activator on a 429", () => {
+  it("waits at least the Retry-After before asking again, with the user token still (no fall back to the claim flow)", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const { client, calls } = scripted([throttled(3000), () => Promise.resolve("block-token")]);
+    const tokens = memoryTokens();
+    // random 0: the backoff alone would ask again at once.
+    const a = new Activator(client, tokens, pino({ level: "silent" }), new Backoff({ random: () => 0 }), "user-token");
+    const run = a.run();
+    await vi.advanceTimersByTimeAsync(2999);
+    expect(calls).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(calls).toHaveLength(2);
+    expect(await run).toBe("block-token");
+    expect(calls.map((c) => c.userToken)).toEqual(["user-token", "user-token"]);
+    expect(tokens.saved).toBe("block-token");
+  });
+
+  it("spreads the retries past the Retry-After with the backoff's jitter, so throttled blocks do not come back together", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const { client, calls } = scripted([throttled(1000), () => Promise.resolve("t")]);
+    const a = new Activator(client, memoryTokens(), pino({ level: "silent" }), new Backoff({ baseMs: 500, random: () => 0.5 }), "user-token");
+    const run = a.run();
+    await vi.advanceTimersByTimeAsync(1249);
+    expect(calls).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(calls).toHaveLength(2);
+    expect(await run).toBe("t");
+  });
+
+  it("without a Retry-After, backs off with the agent's backoff and keeps the user token", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const { client, calls } = scripted([throttled(), throttled(), () => Promise.resolve("t")]);
+    const a = new Activator(client, memoryTokens(), pino({ level: "silent" }), new Backoff({ baseMs: 1000, random: () => 0.999 }), "user-token");
+    const run = a.run();
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(await run).toBe("t");
+    const gaps = calls.slice(1).map((c, i) => c.at - (calls[i] as { at: number }).at);
+    expect(gaps).toEqual([999, 1998]);
+    expect(calls.every((c) => c.userToken === "user-token")).toBe(true);
+  });
+
+  it("stop() during the Retry-After wait ends the run at once with null", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const { client, calls } = scripted([throttled(60_000)]);
+    const a = new Activator(client, memoryTokens(), pino({ level: "silent" }), new Backoff({ random: () => 0 }), "user-token");
+    const run = a.run();
+    await vi.advanceTimersByTimeAsync(10);
+    a.stop();
+    expect(await run).toBeNull();
+    expect(calls).toHaveLength(1);
+  });
+});
