@@ -1,6 +1,7 @@
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlockkitServer } from "../../../server/controller.js";
+import { openStore } from "../../../server/store/index.js";
 import { type TestServer, rest, startTestServer } from "../../helpers/server.js";
 import { waitFor } from "../../helpers/wait.js";
 
@@ -17,7 +18,11 @@ describe("automation across server instances sharing the store and the Bus", () 
 
   beforeAll(async () => {
     a = await startTestServer();
-    b = new BlockkitServer({ dataDir: a.dir, bus: a.server.services.bus, logger: pino({ level: "silent" }), pollHoldSeconds: 2 });
+    // One server per data directory (dir-lock.ts): the second instance's store is opened without
+    // an ingest thread, as a one-shot command's, which takes no lock (its events commit on its own
+    // connection). Several instances for real are on PostgreSQL.
+    const store = await openStore(`sqlite:${a.dir}`, { ingestThread: false });
+    b = new BlockkitServer({ store, bus: a.server.services.bus, logger: pino({ level: "silent" }), pollHoldSeconds: 2 });
     await b.init();
     bt = await a.activate(NODE);
     for (const D of [5, 1002, 1004]) {
