@@ -78,8 +78,13 @@ export function tokensRepo(db: Database, writes: TokenWrites): TokensRepo {
       const now = Math.floor(Date.now() / 1000);
       if (now - pruned > 600) {
         // An hour is far longer than any cache waits between two reads.
-        pruned = now;
-        pruneRevoked.run(now - 3600);
+        try {
+          pruneRevoked.run(now - 3600);
+          pruned = now;
+        } catch (err) {
+          // The write lock taken (this read runs outside the store's writer, busy_timeout 0): next poll.
+          if (!/^SQLITE_(BUSY|LOCKED)/.test(String((err as { code?: unknown }).code))) throw err;
+        }
       }
       return { last: rows.length > 0 ? (rows[rows.length - 1] as { seq: number }).seq : after, hashes: rows.map((r) => r.hash) };
     },

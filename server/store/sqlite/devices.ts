@@ -191,7 +191,17 @@ export function ingestTransaction(
 }
 
 /** Block events: on the ingest thread when there is one, else in one FULL transaction on this connection. */
-export function eventsRepo(db: Database, cache: StoreCache, staging: ReadingsStaging, thread: IngestThread | null): EventsRepo {
+/**
+ * `write`: how a write on this connection runs (the MainWriter's turn beside an ingest thread,
+ * writer.ts); pruneKeys takes one per batch, so the ingest thread commits between two.
+ */
+export function eventsRepo(
+  db: Database,
+  cache: StoreCache,
+  staging: ReadingsStaging,
+  thread: IngestThread | null,
+  write: <T>(fn: () => T) => Promise<T> = async (fn) => fn(),
+): EventsRepo {
   const local = ingestTransaction(db, staging, cache.devices);
   return {
     async commit(batch) {
@@ -210,7 +220,7 @@ export function eventsRepo(db: Database, cache: StoreCache, staging: ReadingsSta
       // retention lowered) would hold the event loop, the ingest thread's writes and a stop for all of it.
       let total = 0;
       for (;;) {
-        const n = local.pruneKeys(before, PRUNE_BATCH);
+        const n = await write(() => local.pruneKeys(before, PRUNE_BATCH));
         total += n;
         if (n < PRUNE_BATCH || signal?.aborted) return total;
         await new Promise((resolve) => setImmediate(resolve));

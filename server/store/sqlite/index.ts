@@ -18,6 +18,29 @@ import { ReadingsStaging, WAL_AUTOCHECKPOINT_PAGES } from "./staging.js";
 import { openError, prepareDataDir } from "./files.js";
 import { type DataDirLock, lockDataDir } from "./dir-lock.js";
 import { ruleEvalsRepo, ruleJobsRepo } from "./rule-evals.js";
+import { MainWriter, throughWriter } from "./writer.js";
+
+/**
+ * The repositories' methods that only read (or, events.commit, write on the ingest thread; and
+ * events.pruneKeys, which takes a turn per batch itself): called as they are. Every other method
+ * is a write through the MainWriter when there is an ingest thread (writer.ts).
+ */
+const READS: Record<string, readonly string[]> = {
+  users: ["byName", "byId", "count"],
+  tokens: ["find", "list", "revokedSince"],
+  sessions: ["find"],
+  oauthApps: ["get", "list"],
+  blocks: ["get", "list", "awaitingUntil"],
+  devices: ["list", "byGuid"],
+  events: ["commit", "pruneKeys"],
+  commands: ["pending"],
+  callbacks: ["get", "byDevices"],
+  subdevices: ["get", "byDevices", "match", "actuations", "actuationCount"],
+  rules: ["get", "list", "count", "all", "runs"],
+  snapshots: ["get"],
+  ruleEvals: ["depth"],
+};
+const NOT_REPOS = new Set(["kind", "db", "ingestThread", "writer", "close"]);
 
 export interface SqliteStoreOptions {
   /** Directory that holds `blockkit.db`; created when missing. Use `:memory:` for a throwaway store. */
@@ -52,7 +75,7 @@ export function migrate(db: Database.Database, migrations: Migration[] = MIGRATI
   return ran;
 }
 
-export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Database.Database; ingestThread: IngestThread | null } {
+export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Database.Database; ingestThread: IngestThread | null; writer: MainWriter | null } {
   let file = ":memory:";
   if (options.dataDir !== ":memory:") file = prepareDataDir(options.dataDir, { create: options.create, warn: options.warn });
   // Before SQLite opens the database: a second server fails here, having touched nothing.
@@ -88,10 +111,16 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
       : null;
   const staging = new ReadingsStaging(db, { stagedElsewhere: thread !== null });
   const writes = tokenWrites(db);
-  return {
-    kind: "sqlite",
+  // With an ingest thread, the event loop's writes take turns with it and never wait in SQLite's
+  // busy handler (writer.ts); without one (`:memory:`, one-shot commands) nothing else writes here.
+  const writer = thread ? new MainWriter(db, thread) : null;
+  if (writer) db.pragma("busy_timeout = 0");
+  const write = writer ? <T>(fn: () => T | Promise<T>): Promise<T> => writer.run(fn) : async <T>(fn: () => T | Promise<T>): Promise<T> => fn();
+  const store = {
+    kind: "sqlite" as const,
     db,
     ingestThread: thread,
+    writer,
     sessions: sessionsRepo(db),
     oauthApps: oauthAppsRepo(db),
     oauthCodes: oauthCodesRepo(db),
@@ -100,7 +129,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
     tokens: tokensRepo(db, writes),
     blocks: blocksRepo(db, cache, writes),
     devices: devicesRepo(db, cache),
-    events: eventsRepo(db, cache, staging, thread),
+    events: eventsRepo(db, cache, staging, thread, write),
     history: historyRepo(db, staging),
     commands: commandsRepo(db),
     callbacks: callbacksRepo(db),
@@ -119,4 +148,12 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
       }
     },
   };
+  if (writer) {
+    // Every repository, including one added later: its writes through the writer by default.
+    for (const [name, value] of Object.entries(store)) {
+      if (NOT_REPOS.has(name) || typeof value !== "object" || value === null) continue;
+      (store as Record<string, unknown>)[name] = throughWriter(value, writer, READS[name] ?? []);
+    }
+  }
+  return store;
 }

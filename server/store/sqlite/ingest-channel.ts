@@ -10,7 +10,8 @@
  *
  * Layout:
  *  - control (Int32): PUBLISHED (records written so far), DONE (events answered so far), CLOSE;
- *    counters wrap at 2^32 and are compared for equality only;
+ *    counters wrap at 2^32 and are compared for equality only; WRITER, MAIN_WAITS and INGEST_WAITS,
+ *    the turn at SQLite's write lock of the two connections (see below);
  *  - ring: records, each 8-byte aligned: u32 event count, u32 unused, f64 now, the events. A
  *    record follows the previous one, or starts again at 0 when the ring's end is too near. The
  *    writer only reuses bytes whose events have been answered, so the reader never sees them
@@ -28,6 +29,20 @@ import type { IngestEvent, IngestResult, MetaPatch } from "../types.js";
 export const PUBLISHED = 0;
 export const DONE = 1;
 export const CLOSE = 2;
+/**
+ * Which of the two connections may take SQLite's write lock: FREE, INGEST or MAIN. A side takes
+ * it by compare-and-swap from FREE, or waits with its *_WAITS flag set; the side that gives it up
+ * hands it straight to the other when that one waits (else FREE), and notifies WRITER. So neither
+ * connection ever waits in SQLite's busy handler for the other, and when both want it they take
+ * turns: the event loop's write goes in before the ingest thread's next batch, and a queue of such
+ * writes lets a batch in between two (writer.ts).
+ */
+export const WRITER = 3;
+export const MAIN_WAITS = 4;
+export const INGEST_WAITS = 5;
+export const FREE = 0;
+export const INGEST = 1;
+export const MAIN = 2;
 
 /** Result states. */
 const FOUND = 0;
@@ -75,7 +90,7 @@ export class Channel {
 
   static create(ringBytes: number, slots: number): Channel {
     return new Channel({
-      control: new SharedArrayBuffer(4 * 4),
+      control: new SharedArrayBuffer(8 * 4),
       ring: new SharedArrayBuffer(ringBytes),
       offsets: new SharedArrayBuffer(slots * 4),
       results: new SharedArrayBuffer(slots * 2 * 4),

@@ -23,7 +23,7 @@ import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { unavailable } from "../../errors.js";
 import type { IngestEvent, IngestResult } from "../types.js";
-import { CLOSE, Channel, DONE, PUBLISHED } from "./ingest-channel.js";
+import { CLOSE, Channel, DONE, FREE, INGEST, INGEST_WAITS, MAIN, MAIN_WAITS, PUBLISHED, WRITER } from "./ingest-channel.js";
 
 /** Bytes of events and number of events that can wait for the worker at once. */
 const RING_BYTES = 8 << 20;
@@ -218,8 +218,42 @@ export class IngestThread {
     if (this.idle && this.waiting.length === 0 && this.sent.length === 0) this.idle();
   }
 
+  /**
+   * Takes this thread's turn at SQLite's write lock from the ingest thread (ingest-channel.ts,
+   * WRITER): at once when it is free, else once the ingest thread's transaction is over, before its
+   * next one. Waits on the event loop, never in SQLite's busy handler. One caller at a time
+   * (writer.ts queues them); releaseWriter() must follow.
+   */
+  async takeWriter(): Promise<void> {
+    const c = this.channel.control;
+    if (Atomics.compareExchange(c, WRITER, FREE, MAIN) === FREE) return;
+    Atomics.store(c, MAIN_WAITS, 1);
+    try {
+      for (;;) {
+        const w = Atomics.load(c, WRITER);
+        if (w === MAIN) return;
+        if (w === FREE && Atomics.compareExchange(c, WRITER, FREE, MAIN) === FREE) return;
+        // Bounded: a lost wake-up costs this wait at most.
+        const r = Atomics.waitAsync(c, WRITER, w, 1000);
+        if (r.async) await r.value;
+      }
+    } finally {
+      Atomics.store(c, MAIN_WAITS, 0);
+    }
+  }
+
+  /** Gives the turn up: to the ingest thread when it waits for it, else free. */
+  releaseWriter(): void {
+    const c = this.channel.control;
+    Atomics.store(c, WRITER, Atomics.load(c, INGEST_WAITS) === 1 && !this.broken ? INGEST : FREE);
+    Atomics.notify(c, WRITER);
+  }
+
   private fail(err: Error): void {
     this.broken ??= err;
+    // A thread that ended in its turn (a crash, terminate()) gives it up with its connection.
+    Atomics.store(this.channel.control, WRITER, FREE);
+    Atomics.notify(this.channel.control, WRITER);
     const e = unavailable("the store's ingest thread failed; retry later", err);
     for (const s of this.sent) s.batch.reject(e);
     for (const b of this.waiting) b.reject(e);

@@ -14,7 +14,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import Database from "better-sqlite3";
 import type { IngestEvent } from "../types.js";
 import { ingestTransaction } from "./devices.js";
-import { CLOSE, Channel, type ChannelMemory, DONE, PUBLISHED } from "./ingest-channel.js";
+import { CLOSE, Channel, type ChannelMemory, DONE, FREE, INGEST, INGEST_WAITS, MAIN, MAIN_WAITS, PUBLISHED, WRITER } from "./ingest-channel.js";
 import { ReadingsStaging, WAL_AUTOCHECKPOINT_PAGES } from "./staging.js";
 
 const { file, memory } = workerData as { file: string; memory: ChannelMemory };
@@ -89,11 +89,40 @@ function flushWal(): void {
   fdatasyncSync(walFd);
 }
 
+/**
+ * Takes the turn at SQLite's write lock (ingest-channel.ts, WRITER); waits while the event loop's
+ * connection has it (one write of the event loop: writer.ts). Each wait is bounded: a lost wake-up
+ * costs one wait at most.
+ */
+function takeWriter(): void {
+  if (Atomics.compareExchange(control, WRITER, FREE, INGEST) === FREE) return;
+  Atomics.store(control, INGEST_WAITS, 1);
+  for (;;) {
+    const w = Atomics.load(control, WRITER);
+    if (w === INGEST) break;
+    if (w === FREE && Atomics.compareExchange(control, WRITER, FREE, INGEST) === FREE) break;
+    Atomics.wait(control, WRITER, w, IDLE_WAIT_MS);
+  }
+  Atomics.store(control, INGEST_WAITS, 0);
+}
+
+/** Gives the turn up: to the event loop's connection when it waits for it, else free. */
+function releaseWriter(): void {
+  Atomics.store(control, WRITER, Atomics.load(control, MAIN_WAITS) === 1 ? MAIN : FREE);
+  Atomics.notify(control, WRITER);
+}
+
 let seen = 0;
 let answered = 0;
 
-/** Commits every record published since the last one in one transaction and one flush. */
-function commitPublished(published: number): void {
+/**
+ * Commits every record published since the last one in one transaction and one flush. The turn
+ * at the write lock is taken first, so what was published while the event loop wrote goes in too;
+ * it is given up before the flush (the WAL is flushed without SQLite's lock).
+ */
+function commitPublished(): void {
+  takeWriter();
+  const published = Atomics.load(control, PUBLISHED);
   const batch: IngestEvent[] = [];
   let now = 0;
   while (seen !== published) {
@@ -101,7 +130,12 @@ function commitPublished(published: number): void {
     seen = (seen + 1) | 0;
   }
   try {
-    const results = ingest.commit(batch, now);
+    let results: ReturnType<typeof ingest.commit>;
+    try {
+      results = ingest.commit(batch, now);
+    } finally {
+      releaseWriter();
+    }
     flushWal();
     results.forEach((r, i) => channel.setResult((answered + i) | 0, r));
   } catch (err) {
@@ -122,17 +156,27 @@ function commitPublished(published: number): void {
  */
 const IDLE_WAIT_MS = 1000;
 
+/** The staged-row mover's writes, in this thread's turn at the write lock. */
+function moveStaged(move: () => void): void {
+  takeWriter();
+  try {
+    move();
+  } finally {
+    releaseWriter();
+  }
+}
+
 for (;;) {
   const published = Atomics.load(control, PUBLISHED);
   if (published !== seen) {
-    commitPublished(published);
+    commitPublished();
   } else if (Atomics.load(control, CLOSE) === 1) {
     break;
   } else {
     Atomics.wait(control, PUBLISHED, seen, Math.min(staging.dueIn(Date.now()), IDLE_WAIT_MS));
   }
-  staging.moveIfDue(Date.now());
+  if (staging.dueIn(Date.now()) === 0) moveStaged(() => staging.moveIfDue(Date.now()));
 }
-staging.close();
+moveStaged(() => staging.close());
 if (walFd !== null) closeSync(walFd);
 db.close();
