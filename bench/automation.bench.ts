@@ -18,6 +18,7 @@ import Database from "better-sqlite3";
 import pino from "pino";
 import { request } from "undici";
 import { BlockkitServer } from "../server/controller.js";
+import { startReceiver } from "./fixtures/receiver.js";
 import { figure, machine, percentile } from "./lib.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -100,31 +101,6 @@ class LoadGenerator {
   close(): void {
     this.child.stdin.end();
   }
-}
-
-/** The callback receiver, in its own process like a real one: answers 200 at once, counts at GET /count. */
-const RECEIVER = `
-const http = require("node:http");
-let n = 0;
-const srv = http.createServer((req, res) => {
-  if (req.method === "GET") return res.end(String(n));
-  req.resume();
-  req.on("end", () => { n++; res.end("{}"); });
-});
-srv.listen(0, "127.0.0.1", () => process.stdout.write(srv.address().port + "\\n"));
-process.stdin.on("end", () => process.exit(0));
-process.stdin.resume();
-`;
-
-async function startReceiver(): Promise<{ url: string; count: () => Promise<number>; close: () => void }> {
-  const child = spawn(process.execPath, ["-e", RECEIVER], { stdio: ["pipe", "pipe", "inherit"] });
-  const port = await new Promise<string>((resolve) => child.stdout.once("data", (c: Buffer) => resolve(c.toString().trim())));
-  const base = `http://127.0.0.1:${port}`;
-  return {
-    url: `${base}/cb`,
-    count: async () => Number(await (await request(`${base}/count`)).body.text()),
-    close: () => child.stdin.end(),
-  };
 }
 
 async function addAutomation(live: Live, receiverUrl: string): Promise<void> {

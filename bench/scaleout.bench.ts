@@ -1,8 +1,12 @@
 /**
  * `npm run bench -- scaleout`, in parts (BENCH_SCALEOUT, comma-separated; default "ingest,polls"):
- *  - ingest: ingest on PostgreSQL against ingest on SQLite in the same run (64 blocks, 64
- *    connections), one PostgreSQL instance against two on the same database (the load split over
- *    both), and the cross-instance command latency with one poll held;
+ *  - ingest: ingest on SQLite without callbacks and with a callback on every device (64 blocks, 64
+ *    connections; each reading's delivery written to the durable outbox by its commit and POSTed to
+ *    a receiver process): requests/s and the server's CPU per request; with BENCH_BASE (a built
+ *    tree, e.g. a detached worktree of main) the same on its server, alternated over BENCH_ROUNDS
+ *    rounds (default 2), with the ratios. Then (BENCH_INGEST=sqlite leaves it out) ingest on
+ *    PostgreSQL against SQLite, one PostgreSQL instance against two on the same database (the load
+ *    split over both), and the cross-instance command latency with one poll held;
  *  - polls: the cross-instance command latency (PUT on A -> the poll held on B answered) with
  *    BENCH_POLLS (default 10,000) polls held over two instances, renewed as blocks renew them;
  *  - wal: WAL pages one SQLite ingest commit writes (keys, block touches), in this process;
@@ -21,7 +25,7 @@
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
 import { checkpointPart } from "./checkpoint.js";
@@ -30,6 +34,7 @@ import { scrapePart } from "./scrape.js";
 import { pgSchema } from "./fixtures/pg-schema.js";
 import { cpuTimeMs as cpuMs } from "./fixtures/proc-stats.js";
 import { type Proc, startServer } from "./fixtures/procs.js";
+import { type BenchReceiver, startReceiver } from "./fixtures/receiver.js";
 import { figure, machine, percentile } from "./lib.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
@@ -86,7 +91,82 @@ async function rps(servers: Proc[], nodes: string[], tokens: string[]): Promise<
   };
 }
 
+/** One SQLite server (of the tree at `cwd`) under the ingest load, a callback on every device or none. */
+async function sqliteIngest(dataDir: string, cwd: string | undefined, receiver: BenchReceiver | null): Promise<{ rps: number; cpuUs: number; errors: number; delivered: number }> {
+  const lite = await startServer(dataDir, ADMIN, [], cwd);
+  try {
+    const l = await activate(lite.port, 64);
+    if (receiver) {
+      for (const [i, node] of l.nodes.entries()) {
+        await json(`http://127.0.0.1:${lite.port}/rest/v0/block/${node}/data`, { method: "POST", headers: { "x-service-token": l.tokens[i] as string }, body: JSON.stringify({ G: "0", V: 0, D: 9, DA: "0" }) });
+        await json(`http://127.0.0.1:${lite.port}/rest/v0/device/${node}_0_0_9/callback?user_access_token=${ADMIN}`, { method: "POST", body: JSON.stringify({ url: receiver.url }) });
+      }
+    }
+    await load([lite.port], l.nodes, l.tokens, 2); // warm-up
+    const before = receiver ? await receiver.count() : 0;
+    const cpu0 = cpuMs(lite.child.pid);
+    const [r] = await load([lite.port], l.nodes, l.tokens, SECONDS);
+    const cpu = cpuMs(lite.child.pid) - cpu0;
+    const requests = r?.requests.total ?? 0;
+    const delivered = receiver ? (await receiver.count()) - before : 0;
+    return { rps: r?.requests.average ?? 0, cpuUs: (cpu * 1000) / requests, errors: (r?.errors ?? 0) + (r?.timeouts ?? 0) + (r?.non2xx ?? 0), delivered: delivered / requests };
+  } finally {
+    await lite.stop();
+  }
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+
+/** SQLite ingest without and with callbacks, this tree (and the build at BENCH_BASE, alternated). */
+async function sqliteCallbacksIngest(dir: string): Promise<void> {
+  const base = process.env.BENCH_BASE;
+  const rounds = Number(process.env.BENCH_ROUNDS ?? (base ? 2 : 1));
+  const trees: { name: string; cwd: string | undefined }[] = [{ name: "this tree", cwd: undefined }];
+  if (base) trees.push({ name: "base", cwd: base });
+  const receiver = await startReceiver();
+  const runs = new Map<string, { rps: number[]; cpuUs: number[] }>();
+  try {
+    for (let round = 0; round < rounds; round++) {
+      for (const tree of round % 2 === 0 ? trees : [...trees].reverse()) {
+        for (const cb of [false, true]) {
+          const key = `${tree.name}, ${cb ? "a callback on every device" : "no callback"}`;
+          const la = loadavg()[0]?.toFixed(2);
+          const r = await sqliteIngest(join(dir, `sqlite-${round}-${tree.name.replace(" ", "-")}-${cb}`), tree.cwd, cb ? receiver : null);
+          process.stdout.write(`  round ${round + 1}, ${key}: ${r.rps.toFixed(0)} req/s, ${r.cpuUs.toFixed(1)} µs CPU/request, ${r.errors} errors${cb ? `, ${r.delivered.toFixed(3)} deliveries/request` : ""} (load ${la})\n`);
+          const entry = runs.get(key) ?? { rps: [], cpuUs: [] };
+          entry.rps.push(r.rps);
+          entry.cpuUs.push(r.cpuUs);
+          runs.set(key, entry);
+        }
+      }
+    }
+  } finally {
+    receiver.close();
+  }
+  const med = (key: string, f: "rps" | "cpuUs"): number => median(runs.get(key)?.[f] ?? []);
+  for (const tree of trees) {
+    const none = `${tree.name}, no callback`;
+    const cb = `${tree.name}, a callback on every device`;
+    figure(`ingest SQLite (64 blocks, 64 connections), ${none}`, med(none, "rps"), "req/s");
+    figure(`  server CPU per request, ${none}`, med(none, "cpuUs"), "µs");
+    figure(`ingest SQLite, ${cb}`, med(cb, "rps"), "req/s", { name: "no callback", value: med(none, "rps") });
+    figure(`  server CPU per request, ${cb}`, med(cb, "cpuUs"), "µs", { name: "no callback", value: med(none, "cpuUs") });
+  }
+  if (base) {
+    for (const what of ["no callback", "a callback on every device"]) {
+      figure(`this tree against base, ${what}: req/s`, med(`this tree, ${what}`, "rps"), "req/s", { name: "base", value: med(`base, ${what}`, "rps") });
+      figure(`this tree against base, ${what}: CPU per request`, med(`this tree, ${what}`, "cpuUs"), "µs", { name: "base", value: med(`base, ${what}`, "cpuUs") });
+    }
+  }
+}
+
 async function ingestPart(dir: string): Promise<void> {
+  await sqliteCallbacksIngest(dir);
+  if (process.env.BENCH_INGEST === "sqlite") return;
   const db = pgSchema("ingest");
   const procs: Proc[] = [];
   try {

@@ -108,7 +108,7 @@ export interface IngestResult {
   deviceId: number;
   created: boolean;
   duplicate: boolean;
-  /** Its device's callback delivery was written to the durable outbox in this transaction (PostgreSQL). */
+  /** Its device's callback delivery was written to the durable outbox in this transaction. */
   outboxed?: boolean;
   /**
    * PostgreSQL (several instances): the device's value just before this reading, as committed
@@ -352,8 +352,6 @@ export interface CommandsRepo {
 
 export interface CallbacksRepo {
   get(deviceId: number): Promise<CallbackRow | null>;
-  /** The callbacks of any of these devices (one query for a batch of events). */
-  byDevices(deviceIds: number[]): Promise<CallbackRow[]>;
   set(row: CallbackRow): Promise<void>;
   remove(deviceId: number): Promise<boolean>;
 }
@@ -406,21 +404,25 @@ export interface OutboxDelivery {
 }
 
 /**
- * Callback deliveries kept in the store (PostgreSQL): written in the transaction of their event and
- * leased by one instance at a time, so that a delivery survives the loss of the instance doing it.
- * Only the head of each device's queue can be leased: one attempt per device at a time, in order.
+ * Callback deliveries kept in the store: written in the transaction of their event (a reading of a
+ * device with a callback) and leased by one instance at a time, so that a delivery survives the
+ * loss of the instance doing it (PostgreSQL) or of the process (SQLite, whose one process takes a
+ * row of another lease over at once: sqlite/outbox.ts). Only the head of each device's queue can
+ * be leased: one attempt per device at a time, in order. A deleted callback takes its deliveries.
  */
 export interface CallbackOutbox {
   /**
    * Leases (to `lease`, until now + leaseMs) due heads of device queues whose lease is free or
-   * expired: at most `perUser` of one user, none of the users in `busy`, `limit` in all.
+   * expired, oldest first: at most `perUser` of one user, none of the users in `busy`, `limit` in
+   * all. SQLite (one process) leases with each head the deliveries after it, a prefix of the
+   * device's queue, which the caller sends in order; a failed one goes back with the rest released.
    */
   claim(lease: string, now: number, leaseMs: number, limit: number, perUser: number, busy: number[]): Promise<OutboxDelivery[]>;
   /** Delivered or given up: gone. */
-  remove(id: number): Promise<void>;
+  remove(ids: number[]): Promise<void>;
   /** Failed: due again at `nextAt`, lease released (any instance may retry it). */
   retry(id: number, lease: string, attempts: number, nextAt: number): Promise<void>;
-  /** Drops the newest deliveries beyond the bounds (not leased ones); the counts per reason. */
+  /** Drops the newest deliveries beyond the bounds (every row counts, leased ones are kept); the counts per reason. */
   trim(maxPerDevice: number, maxPerUser: number, maxTotal: number, now: number): Promise<{ device: number; user: number; total: number }>;
   /** Extends the leases of these deliveries still held by `lease` (waiting for a slot or in flight). */
   renew(lease: string, ids: number[], now: number, leaseMs: number): Promise<void>;
@@ -544,8 +546,8 @@ export interface Store {
   subdevices: SubDevicesRepo;
   rules: RulesRepo;
   snapshots: SnapshotsRepo;
-  /** Durable callback deliveries and rule runs, leased across instances (PostgreSQL only). */
-  outbox?: CallbackOutbox;
+  /** Durable callback deliveries, leased across instances (PostgreSQL) or by the one process (SQLite). */
+  outbox: CallbackOutbox;
   ruleJobs: RuleJobsRepo;
   ruleEvals: RuleEvalsRepo;
   close(): Promise<void>;

@@ -3,8 +3,10 @@
  * interfaces PostgreSQL implements for several instances (store-leases.test.ts): the ingest
  * transaction writes a row per watched, not stale reading with the value before it and its cause,
  * on the ingest thread as on the main thread; consumed with the jobs they fire in one transaction,
- * a device's rows in commit order; jobs fired once per timeout. One process owns the store: rows
- * and jobs of another lease (a process that is gone) are taken over at once, not after their lease.
+ * a device's rows in commit order; jobs fired once per timeout. Callback deliveries (outbox.ts):
+ * written by the ingest transaction, on both paths, for a device with a callback. One process owns
+ * the store: rows and jobs of another lease (a process that is gone) are taken over at once, not
+ * after their lease.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -107,5 +109,34 @@ describe.each(PATHS)("SQLite rule evaluations and jobs, $name", ({ file }) => {
     await evals().release("A", [row?.id as number]);
     expect((await evals().claim("A", now + 62_002, 60_000, 10)).map((r) => r.id)).toEqual([row?.id]);
     expect(await evals().consume("A", [row?.id as number], [], 60_000)).toEqual([]);
+  });
+
+  it("writes a reading's callback delivery in its transaction for a device with a callback; another lease's delivery is taken over at once", async () => {
+    const [first] = await store.events.commit([event("SQLOUTBOX1", 9, "0", now), event("SQLOUTBOX1", 8, "0", now)]);
+    await store.callbacks.set({ device_id: first?.deviceId as number, url: "http://127.0.0.1:9/x", secret: "s", created: now });
+    const results = await store.events.commit([event("SQLOUTBOX1", 9, "1", now + 1), event("SQLOUTBOX1", 8, "1", now + 1), event("SQLOUTBOX1", 9, "2", now + 2)]);
+    expect(results.map((r) => r.outboxed ?? false)).toEqual([true, false, true]);
+    expect(await store.outbox.depth()).toBe(2);
+    // The head with the deliveries after it (a prefix of the device's queue, sent in order here).
+    const gone = await store.outbox.claim("dead", Date.now(), 60_000, 10, 8, []);
+    expect(gone).toMatchObject([
+      { da: "1", guid: "SQLOUTBOX1_0_0_9", url: "http://127.0.0.1:9/x" },
+      { da: "2", guid: "SQLOUTBOX1_0_0_9", url: "http://127.0.0.1:9/x" },
+    ]);
+    // A process that is gone leased them for a minute: the next one takes them now, same deliveries.
+    const taken = await store.outbox.claim("A", Date.now(), 60_000, 10, 8, []);
+    expect(taken.map((d) => [d.id, d.delivery])).toEqual(gone.map((d) => [d.id, d.delivery]));
+    // Leased to A: not handed out again to A.
+    expect(await store.outbox.claim("A", Date.now(), 60_000, 10, 8, [])).toEqual([]);
+    // The head failed: back for later, the rest released; claimed again only with the head, when due.
+    await store.outbox.renew("A", [taken[1]?.id as number], 0, 0);
+    await store.outbox.retry(taken[0]?.id as number, "A", 1, Date.now() + 60_000);
+    expect(await store.outbox.claim("A", Date.now(), 60_000, 10, 8, [])).toEqual([]);
+    expect((await store.outbox.claim("A", Date.now() + 60_000, 60_000, 10, 8, [])).map((d) => [d.da, d.attempts])).toEqual([
+      ["1", 1],
+      ["2", 0],
+    ]);
+    await store.callbacks.remove(first?.deviceId as number);
+    expect(await store.outbox.depth()).toBe(0);
   });
 });

@@ -26,7 +26,7 @@ describe.skipIf(!PG_AVAILABLE)("PostgreSQL leases", () => {
   afterAll(async () => dispose());
 
   const event = (node: string, D: number, DA: string, ts: number, evaluate?: boolean): IngestEvent => dataEvent(user, node, D, DA, ts, evaluate);
-  const outbox = () => store.outbox as NonNullable<Store["outbox"]>;
+  const outbox = () => store.outbox;
   const jobs = () => store.ruleJobs as NonNullable<Store["ruleJobs"]>;
 
   it("writes deliveries with their events, only for devices with a callback, and leases one head per device", async () => {
@@ -54,7 +54,7 @@ describe.skipIf(!PG_AVAILABLE)("PostgreSQL leases", () => {
     expect(await outbox().claim("D", now + 5000, 1000, 10, 8, [user])).toEqual([]);
     const again = await outbox().claim("D", now + 5000, 1000, 10, 8, []);
     expect(again).toMatchObject([{ id: taken[0]?.id, attempts: 1 }]);
-    await outbox().remove(again[0]?.id as number);
+    await outbox().remove([again[0]?.id as number]);
     // The next delivery of the device is the head now.
     expect(await outbox().claim("D", now + 5000, 1000, 10, 8, [])).toMatchObject([{ da: "2" }]);
   });

@@ -2,13 +2,14 @@
  * The callback dispatcher's queues and each user's share of them (callbacks.ts): one queue per
  * device (order kept), bounded per device, per user and in total, and at most `maxInFlightPerUser`
  * attempts in flight per user, waiting first come first served for a slot. Bookkeeping only: what
- * runs the queues is the dispatcher's.
+ * runs the queues is the dispatcher's. The queues hold the deliveries leased from the store's
+ * outbox (the head of each device's queue there); the bounds of what waits apply to the outbox.
  */
 import type { Delivery } from "./callback-sender.js";
 
 export interface Item extends Delivery {
-  /** From the outbox: its row, and the callback read when it was leased. */
-  leased?: { row: number; url: string; secret: string };
+  /** Its row in the store's outbox, leased here. */
+  row: number;
 }
 
 export interface DeviceQueue {
@@ -31,10 +32,12 @@ interface UserShare {
 export type DropReason = "queue_full" | "user_queue_full" | "device_queue_full" | "gave_up" | "outbound_refused";
 
 export interface ShareBounds {
-  maxQueued: number;
-  maxQueuedPerUser: number;
-  maxPerDevice: number;
   maxInFlightPerUser: number;
+  /**
+   * Deliveries of one user leased here at most (waiting for a slot or in flight): a few times the
+   * slots, so that a slot freed starts the user's next delivery at once, not after a claim.
+   */
+  maxLeasedPerUser: number;
 }
 
 export class CallbackShares {
@@ -56,15 +59,6 @@ export class CallbackShares {
     this.queued = 0;
   }
 
-  /** The bound a new delivery for this device and user would pass, or null when there is room. */
-  full(deviceId: number, userId: number): DropReason | null {
-    const q = this.queues.get(deviceId);
-    if (q && q.items.length >= this.bounds.maxPerDevice) return "device_queue_full";
-    if (this.share(userId).queued >= this.bounds.maxQueuedPerUser) return "user_queue_full";
-    if (this.queued >= this.bounds.maxQueued) return "queue_full";
-    return null;
-  }
-
   /** Adds a delivery to its device's queue; returns the queue when no loop runs it yet. */
   add(deviceId: number, userId: number, item: Item): DeviceQueue | null {
     let q = this.queues.get(deviceId);
@@ -75,14 +69,14 @@ export class CallbackShares {
     return q.running ? null : q;
   }
 
-  /** Users with at least a slot's worth of deliveries waiting (the outbox leases none for them). */
+  /** Users with as many deliveries leased here as they may have (the outbox leases none more for them). */
   busy(): number[] {
-    return [...this.users].filter(([, u]) => u.queued >= this.bounds.maxInFlightPerUser).map(([id]) => id);
+    return [...this.users].filter(([, u]) => u.queued >= this.bounds.maxLeasedPerUser).map(([id]) => id);
   }
 
   /** Outbox rows leased here (waiting for a slot or in flight). */
   held(): number[] {
-    return [...this.queues.values()].flatMap((q) => q.items.map((i) => i.leased?.row ?? 0)).filter((id) => id > 0);
+    return [...this.queues.values()].flatMap((q) => q.items.map((i) => i.row));
   }
 
   /** `n` deliveries of `q` leave the queues (delivered, given up, or the callback is gone). */

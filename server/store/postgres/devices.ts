@@ -55,10 +55,6 @@ export function callbacksRepo(pool: pg.Pool): CallbacksRepo {
     async get(deviceId) {
       return (await q<CallbackRow>(pool, "SELECT * FROM callbacks WHERE device_id = $1", [deviceId]))[0] ?? null;
     },
-    async byDevices(ids) {
-      if (ids.length === 0) return [];
-      return q<CallbackRow>(pool, "SELECT * FROM callbacks WHERE device_id = ANY($1::bigint[])", [[...new Set(ids)]], "callbacks.byDevices");
-    },
     async set(r) {
       await q(
         pool,

@@ -18,7 +18,7 @@ export function outboxRepo(pool: pg.Pool): CallbackOutbox {
       // one before it is gone, so a device has one attempt at a time and keeps its order. The heads
       // come from a loose index scan of (device_id, id): one probe per device with deliveries
       // waiting, however long their queues (a DISTINCT ON read the whole table at every claim).
-      return q<OutboxDelivery>(
+      const rows = await q<OutboxDelivery>(
         pool,
         `WITH RECURSIVE h AS (
            (SELECT device_id, id FROM callback_outbox ORDER BY device_id, id LIMIT 1)
@@ -41,29 +41,31 @@ export function outboxRepo(pool: pg.Pool): CallbackOutbox {
         [lease, now, leaseMs, limit, perUser, busy],
         "outbox.claim",
       );
+      // Oldest first (RETURNING has no order).
+      return rows.sort((a, b) => Number(a.id) - Number(b.id));
     },
-    async remove(id) {
-      await q(pool, "DELETE FROM callback_outbox WHERE id = $1", [id], "outbox.remove");
+    async remove(ids) {
+      if (ids.length === 0) return;
+      await q(pool, "DELETE FROM callback_outbox WHERE id = ANY($1::bigint[])", [ids], "outbox.remove");
     },
     async retry(id, lease, attempts, nextAt) {
       await q(pool, "UPDATE callback_outbox SET attempts = $3, next_at = $4, lease = NULL, lease_until = NULL WHERE id = $1 AND lease = $2", [id, lease, attempts, nextAt], "outbox.retry");
     },
     async trim(maxPerDevice, maxPerUser, maxTotal, now) {
-      // The newest deliveries beyond each bound go, as the in-memory queues drop new events when full.
+      // The newest deliveries beyond each bound go (a full queue drops new events). Every row counts
+      // toward the bounds, the one in flight too; only rows not leased are dropped.
       const rows = await q<{ reason: string; n: number }>(
         pool,
-        `WITH free AS (
-           SELECT id, device_id, user_id FROM callback_outbox WHERE lease_until IS NULL OR lease_until < $4
-         ), a AS (
-           SELECT id, user_id, row_number() OVER (PARTITION BY device_id ORDER BY id) AS n FROM free
+        `WITH a AS (
+           SELECT id, user_id, lease_until, row_number() OVER (PARTITION BY device_id ORDER BY id) AS n FROM callback_outbox
          ), b AS (
-           SELECT id, row_number() OVER (PARTITION BY user_id ORDER BY id) AS n FROM a WHERE n <= $1
+           SELECT id, lease_until, row_number() OVER (PARTITION BY user_id ORDER BY id) AS n FROM a WHERE n <= $1
          ), c AS (
-           SELECT id, row_number() OVER (ORDER BY id) AS n FROM b WHERE n <= $2
+           SELECT id, lease_until, row_number() OVER (ORDER BY id) AS n FROM b WHERE n <= $2
          ), victims AS (
-           SELECT id, 'device' AS reason FROM a WHERE n > $1
-           UNION ALL SELECT id, 'user' FROM b WHERE n > $2
-           UNION ALL SELECT id, 'total' FROM c WHERE n > $3
+           SELECT id, 'device' AS reason FROM a WHERE n > $1 AND (lease_until IS NULL OR lease_until < $4)
+           UNION ALL SELECT id, 'user' FROM b WHERE n > $2 AND (lease_until IS NULL OR lease_until < $4)
+           UNION ALL SELECT id, 'total' FROM c WHERE n > $3 AND (lease_until IS NULL OR lease_until < $4)
          ), gone AS (
            DELETE FROM callback_outbox o USING victims v WHERE o.id = v.id RETURNING v.reason
          )

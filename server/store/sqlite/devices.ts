@@ -123,9 +123,17 @@ export function ingestTransaction(
   const evaluate = (e: IngestEvent, deviceId: number, prev: string | null): void => {
     insertEval.run(deviceId, e.userId, e.guid, e.ts, e.DA, prev, e.cause?.join(",") ?? "");
   };
+  // The callback delivery of a reading of a device with a callback (outbox.ts): one probe of the
+  // callbacks table per reading, and none in a transaction when no device has a callback at all.
+  const anyCallback = db.prepare("SELECT EXISTS (SELECT 1 FROM callbacks)").pluck();
+  const insertDelivery = db.prepare(
+    `INSERT INTO callback_outbox (device_id, user_id, ts, da, next_at)
+     SELECT cb.device_id, d.user_id, ?, ?, ? FROM callbacks cb JOIN devices d ON d.id = cb.device_id WHERE cb.device_id = ?`,
+  );
 
   const commitTx = db.transaction((batch: IngestEvent[], now: number): IngestResult[] => {
     const results: IngestResult[] = [];
+    const callbacks = anyCallback.get() === 1;
     for (const e of batch) {
       if (e.touch !== undefined) touchBlock.run(e.node, e.userId, e.node, e.touch, e.touch);
       if (e.key !== undefined && seenKey.run(e.node, e.key, now).changes === 0) {
@@ -169,8 +177,13 @@ export function ingestTransaction(
         ).id;
         if (!isConfig && e.evaluate) evaluate(e, deviceId, null);
       }
-      if (isReading) staging.add(deviceId, e.ts, e.num, e.DA);
-      results.push({ deviceId, created: found === undefined, duplicate: false });
+      const r: IngestResult = { deviceId, created: found === undefined, duplicate: false };
+      if (isReading) {
+        staging.add(deviceId, e.ts, e.num, e.DA);
+        // A device created just now has no callback yet.
+        if (callbacks && found !== undefined && insertDelivery.run(e.ts, e.DA, now, deviceId).changes > 0) r.outboxed = true;
+      }
+      results.push(r);
     }
     return results;
   });
@@ -260,32 +273,16 @@ export function callbacksRepo(db: Database): CallbacksRepo {
     `INSERT INTO callbacks (device_id, url, secret, created) VALUES (@device_id, @url, @secret, @created)
      ON CONFLICT (device_id) DO UPDATE SET url = excluded.url, secret = excluded.secret`,
   );
+  // Its deliveries waiting in the outbox go with it (ON DELETE CASCADE).
   const remove = db.prepare("DELETE FROM callbacks WHERE device_id = ?");
-  const allIds = db.prepare("SELECT device_id FROM callbacks").pluck();
-  // Device ids that may have a callback (a superset: rows deleted with their device stay listed,
-  // which costs one query that finds nothing). Every committed batch asks; most devices have none.
-  let mayHave: Set<number> | null = null;
-  const candidates = (): Set<number> => (mayHave ??= new Set(allIds.all() as number[]));
   return {
     async get(deviceId) {
       return (get.get(deviceId) as CallbackRow | undefined) ?? null;
     },
-    async byDevices(ids) {
-      const known = candidates();
-      const deviceIds = known.size === 0 ? [] : [...new Set(ids)].filter((id) => known.has(id));
-      const out: CallbackRow[] = [];
-      for (let i = 0; i < deviceIds.length; i += 500) {
-        const chunk = deviceIds.slice(i, i + 500);
-        out.push(...(db.prepare(`SELECT * FROM callbacks WHERE device_id IN (${chunk.map(() => "?").join(",")})`).all(...chunk) as CallbackRow[]));
-      }
-      return out;
-    },
     async set(row) {
       set.run(row);
-      candidates().add(row.device_id);
     },
     async remove(deviceId) {
-      candidates().delete(deviceId);
       return remove.run(deviceId).changes > 0;
     },
   };

@@ -17,6 +17,7 @@ import { IngestThread, workerModule } from "./ingest-thread.js";
 import { ReadingsStaging, WAL_AUTOCHECKPOINT_PAGES } from "./staging.js";
 import { openError, prepareDataDir } from "./files.js";
 import { type DataDirLock, lockDataDir } from "./dir-lock.js";
+import { outboxRepo } from "./outbox.js";
 import { ruleEvalsRepo, ruleJobsRepo } from "./rule-evals.js";
 import { MainWriter, throughWriter } from "./writer.js";
 
@@ -34,11 +35,13 @@ const READS: Record<string, readonly string[]> = {
   devices: ["list", "byGuid"],
   events: ["commit", "pruneKeys"],
   commands: ["pending"],
-  callbacks: ["get", "byDevices"],
+  callbacks: ["get"],
   subdevices: ["get", "byDevices", "match", "actuations", "actuationCount"],
   rules: ["get", "list", "count", "all", "runs"],
   snapshots: ["get"],
   ruleEvals: ["depth"],
+  // Its writes take their turn themselves, only when there is something to write (outbox.ts).
+  outbox: ["claim", "remove", "retry", "trim", "renew", "depth"],
 };
 const NOT_REPOS = new Set(["kind", "db", "ingestThread", "writer", "close"]);
 
@@ -136,6 +139,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
     subdevices: subDevicesRepo(db),
     rules: rulesRepo(db),
     snapshots: snapshotsRepo(db),
+    outbox: outboxRepo(db, writer),
     ruleJobs: ruleJobsRepo(db),
     ruleEvals: ruleEvalsRepo(db),
     async close() {

@@ -18,7 +18,7 @@
  *    change;
  *  - offsets (Int32): where each record starts, at (record sequence number mod slots);
  *  - results (Int32): two per event, at (event sequence number mod slots, a power of two): device
- *    id and state;
+ *    id and state (with a flag: its callback delivery outboxed);
  *  - error: the message of the last failed transaction (u32 length, UTF-8), for the rejections.
  * An event: u8 kind, u8 flags (num, key, meta patch, touch present, existing device only, evaluate,
  * cause present), f64 userId, V, D, num, ts, touch, then length-prefixed UTF-8 strings: node, guid,
@@ -49,6 +49,8 @@ const FOUND = 0;
 const CREATED = 1;
 const DUPLICATE = 2;
 const FAILED = 3;
+/** Flag on a state: the event's callback delivery was written to the outbox (IngestResult.outboxed). */
+const OUTBOXED = 4;
 
 const HEADER = 16;
 const FIXED = 2 + 6 * 8;
@@ -133,7 +135,7 @@ export class Channel {
   setResult(seq: number, r: IngestResult): void {
     const i = (seq & (this.slots - 1)) * 2;
     this.results[i] = r.deviceId;
-    this.results[i + 1] = r.duplicate ? DUPLICATE : r.created ? CREATED : FOUND;
+    this.results[i + 1] = (r.duplicate ? DUPLICATE : r.created ? CREATED : FOUND) | (r.outboxed ? OUTBOXED : 0);
   }
 
   setFailed(seq: number): void {
@@ -143,9 +145,12 @@ export class Channel {
   /** The result of event `seq`, or null if its transaction failed. */
   result(seq: number): IngestResult | null {
     const i = (seq & (this.slots - 1)) * 2;
-    const state = this.results[i + 1];
+    const flags = this.results[i + 1] as number;
+    const state = flags & 3;
     if (state === FAILED) return null;
-    return { deviceId: this.results[i] as number, created: state === CREATED, duplicate: state === DUPLICATE };
+    const r: IngestResult = { deviceId: this.results[i] as number, created: state === CREATED, duplicate: state === DUPLICATE };
+    if (flags & OUTBOXED) r.outboxed = true;
+    return r;
   }
 
   setError(message: string): void {

@@ -284,3 +284,29 @@ CREATE TABLE rule_jobs (
 CREATE INDEX rule_jobs_rule ON rule_jobs(rule_id, id);
 `,
 });
+
+// Callback deliveries waiting, written by the ingest transaction of their event (devices.ts) for a
+// device with a callback, so that an acknowledged event's delivery outlives the process (as on
+// PostgreSQL, migration 003); leased by the callback dispatcher (outbox.ts). A deleted callback
+// (or its device) takes its deliveries with it. The delivery id is made here, once, so that every
+// attempt of a delivery, after a restart too, carries the same X-Blockkit-Delivery.
+MIGRATIONS.push({
+  name: "090-callback-outbox",
+  sql: `
+CREATE TABLE callback_outbox (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  delivery TEXT NOT NULL DEFAULT (lower(
+    hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' ||
+    substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))),
+  device_id INTEGER NOT NULL REFERENCES callbacks(device_id) ON DELETE CASCADE,
+  user_id INTEGER NOT NULL,
+  ts INTEGER NOT NULL,
+  da TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_at INTEGER NOT NULL,
+  lease TEXT,
+  lease_until INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX callback_outbox_device ON callback_outbox(device_id, id);
+`,
+});

@@ -7,6 +7,8 @@ export interface Received {
   url: string;
   headers: IncomingHttpHeaders;
   body: Buffer;
+  /** When it arrived (Date.now()). */
+  at: number;
 }
 
 export interface Receiver {
@@ -24,8 +26,8 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-/** A real HTTP server on loopback that records every request. */
-export async function startReceiver(): Promise<Receiver> {
+/** A real HTTP server on loopback that records every request; on `port` when given (a receiver back up), else a free one. */
+export async function startReceiver(port = 0): Promise<Receiver> {
   let waiters: (() => boolean)[] = [];
   const held: (() => void)[] = [];
   const r: Receiver = {
@@ -57,7 +59,7 @@ export async function startReceiver(): Promise<Receiver> {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      r.received.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks) });
+      r.received.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks), at: Date.now() });
       const status = r.statuses.shift() ?? r.status;
       const answer = (): void => void res.writeHead(status, { "content-type": "application/json" }).end("{}");
       if (r.hold) held.push(answer);
@@ -66,7 +68,10 @@ export async function startReceiver(): Promise<Receiver> {
     });
   });
   server.keepAliveTimeout = 1000;
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", resolve);
+  });
   r.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const close = r.close;
   r.close = () => {
