@@ -31,12 +31,30 @@ export function splitSchema(url: string): { url: string; schema: string | null }
   return { url: u.toString(), schema };
 }
 
+/** The time a new connection may take, when the URL does not say (libpq's `connect_timeout`). */
+export const CONNECT_TIMEOUT_S = 5;
+
+/**
+ * Splits libpq's `connect_timeout` parameter (whole seconds, 1 to 3600) off a URL: the time a new
+ * connection may take before it fails. Default CONNECT_TIMEOUT_S.
+ */
+export function splitConnectTimeout(url: string): { url: string; timeoutMs: number } {
+  const u = new URL(url);
+  const raw = u.searchParams.get("connect_timeout");
+  if (raw === null) return { url, timeoutMs: CONNECT_TIMEOUT_S * 1000 };
+  if (!/^\d{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > 3600)
+    throw new TypeError(`connect_timeout "${raw}" is not a whole number of seconds from 1 to 3600`);
+  u.searchParams.delete("connect_timeout");
+  return { url: u.toString(), timeoutMs: Number(raw) * 1000 };
+}
+
 /** Client settings for every connection: durable commits, the schema, bigint/numeric as numbers. */
 export function clientConfig(url: string): pg.ClientConfig {
-  const { url: plain, schema } = splitSchema(url);
+  const { url: noSchema, schema } = splitSchema(url);
+  const { url: plain, timeoutMs } = splitConnectTimeout(noSchema);
   const options = ["-c synchronous_commit=on", "-c TimeZone=UTC"];
   if (schema) options.push(`-c search_path=${schema}`);
-  return { connectionString: plain, options: options.join(" "), types, connectionTimeoutMillis: 5000 };
+  return { connectionString: plain, options: options.join(" "), types, connectionTimeoutMillis: timeoutMs };
 }
 
 export function createPool(config: PgConfig): pg.Pool {
