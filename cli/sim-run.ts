@@ -42,6 +42,7 @@ export function buildScenario(f: SimFlags): LoadedScenario {
   if (f.commands !== undefined) doc.commands = { rate: f.commands };
   if (f.callbacks !== undefined) doc.callbacks = { devices: f.callbacks };
   if (f.warmup !== undefined) doc.warmup_s = f.warmup;
+  if (f.rateLimit !== undefined) doc.rate_limit = { requests_per_s: f.rateLimit };
   if (f.cleanup) doc.cleanup = true;
   return validateScenario(doc);
 }

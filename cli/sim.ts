@@ -28,6 +28,8 @@ export interface SimFlags {
   commands?: number;
   callbacks?: number;
   warmup?: number;
+  /** Requests per second the user token may send (the server's limit per credential); 0: not paced. */
+  rateLimit?: number;
   callbackHost: string;
   callbackPublicHost?: string;
   progress: number;
@@ -69,6 +71,7 @@ export function registerSim(program: Command): void {
     .option("--commands <r>", "commands per second the simulator sends to actuators (0: none)", zeroOrMore)
     .option("--callbacks <n>", "devices that get a callback to the simulator's receiver", wholeOrZero)
     .option("--warmup <seconds>", "warm-up before measuring", zeroOrMore)
+    .option("--rate-limit <r>", "requests per second the simulator sends with the user token, to stay under the server's limit per credential (default 1000, the server's; 0: not paced)", zeroOrMore)
     .option("--headless", "no TUI: progress on stderr (the default without a terminal)")
     .option("--report <file>", "write the JSON report to FILE")
     .option("--callback-host <host>", "address of the callback receiver", "127.0.0.1")

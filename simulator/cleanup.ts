@@ -2,9 +2,11 @@
  * Leaves the user's account as it was before a run: removes the callbacks the run registered and
  * unpairs its blocks (the server then forgets their devices and readings). Used at the end of a run
  * with `--cleanup` (or `cleanup: true` in the scenario), also after Ctrl-C, and by
- * `blockkit sim cleanup --node-prefix P` for the leftovers of earlier runs.
+ * `blockkit sim cleanup --node-prefix P` for the leftovers of earlier runs. The calls are paced to
+ * the server's limit per credential, and one answered 429 all the same is asked again after a wait.
  */
 import type { ApiClient } from "../protocol/api-client.js";
+import { CredentialPacer } from "./fleet/pacer.js";
 
 export interface CleanupResult {
   blocks: number;
@@ -28,12 +30,36 @@ function gone(err: unknown): boolean {
   return (err as { status?: number }).status === 404;
 }
 
+/** Tries of one call answered 429 before it counts as failed; waits of 0.5, 1, 2, 4 s between. */
+const THROTTLED_TRIES = 5;
+
+/** `call`, paced; asked again after a wait while answered 429 (the user token is rate limited). */
+async function paced(pacer: CredentialPacer, call: () => Promise<unknown>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    await pacer.take();
+    try {
+      await call();
+      return;
+    } catch (err) {
+      if ((err as { status?: number }).status !== 429 || attempt >= THROTTLED_TRIES) throw err;
+      await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
+    }
+  }
+}
+
+/** The server's documented limit per credential (docs/api.md "Errors"), for a cleanup without a run. */
+const DEFAULT_REQUESTS_PER_S = 1000;
+
 /** Removes the callbacks of `callbackGuids`, then unpairs `nodeIds`. */
-export async function cleanupFleet(api: ApiClient, what: { nodeIds: string[]; callbackGuids: string[] }): Promise<CleanupResult> {
+export async function cleanupFleet(
+  api: ApiClient,
+  what: { nodeIds: string[]; callbackGuids: string[]; pacer?: CredentialPacer },
+): Promise<CleanupResult> {
   const result: CleanupResult = { blocks: 0, callbacks: 0, failed: [] };
+  const pacer = what.pacer ?? new CredentialPacer(DEFAULT_REQUESTS_PER_S);
   await each(what.callbackGuids, async (guid) => {
     try {
-      await api.removeCallback(guid);
+      await paced(pacer, () => api.removeCallback(guid));
       result.callbacks++;
     } catch (err) {
       if (!gone(err)) result.failed.push(`callback of ${guid}: ${(err as Error).message}`);
@@ -41,7 +67,7 @@ export async function cleanupFleet(api: ApiClient, what: { nodeIds: string[]; ca
   });
   await each(what.nodeIds, async (nodeId) => {
     try {
-      await api.unpairBlock(nodeId);
+      await paced(pacer, () => api.unpairBlock(nodeId));
       result.blocks++;
     } catch (err) {
       if (!gone(err)) result.failed.push(`block ${nodeId}: ${(err as Error).message}`);

@@ -39,6 +39,7 @@ export function scenarioPart(s: LoadedScenario, part: FleetPart | null | undefin
   return Object.freeze({
     ...s,
     ramp_up: { blocks_per_s: s.ramp_up.blocks_per_s / part.count, max_pending: Math.max(1, Math.ceil(s.ramp_up.max_pending / part.count)) },
+    rate_limit: { requests_per_s: s.rate_limit.requests_per_s / part.count },
     commands: { rate: s.commands.rate / part.count },
     callbacks: { devices: share(s.callbacks.devices, part) },
     chaos: s.chaos.map((c) => ({ ...c, blocks: share(c.blocks, part) })).filter((c) => c.blocks > 0),

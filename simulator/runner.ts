@@ -125,6 +125,7 @@ export class SimRunner {
 
   async start(): Promise<void> {
     this.startedAt = this.clock();
+    this.warnOverLimit();
     this.load.start();
     await this.receiver.start();
     this.fleet.open();
@@ -137,6 +138,18 @@ export class SimRunner {
     this.run().then(this.resolveFinished, this.rejectFinished);
   }
 
+  /** Says so when the scenario asks more of the user token than the server's limit allows (rate_limit). */
+  private warnOverLimit(): void {
+    const s = this.s;
+    const limit = s.rate_limit.requests_per_s;
+    if (limit <= 0) return;
+    const per = `the user token's ${round(limit)} requests/s (rate_limit.requests_per_s, the server's limit per credential)`;
+    if (s.ramp_up.blocks_per_s > limit && s.blocks.two_legged < s.blocks.count) {
+      this.log.add("info", `ramp_up.blocks_per_s ${round(s.ramp_up.blocks_per_s)} is above ${per}: direct activations go at ${round(limit)}/s`);
+    }
+    if (s.commands.rate > limit) this.log.add("warn", `commands.rate ${round(s.commands.rate)}/s is above ${per}: commands are sent at ${round(limit)}/s at most`);
+  }
+
   private async run(): Promise<Report> {
     const s = this.s;
     const ended = new Promise<void>((resolve) => {
@@ -144,7 +157,10 @@ export class SimRunner {
     });
     // A ramp held up by activations that do not come (server unreachable, token refused) must not
     // hold the run forever: measure with the blocks that made it.
-    const rampLimitMs = Math.max(30_000, (3000 * s.blocks.count) / s.ramp_up.blocks_per_s);
+    // The ramp's pace: blocks_per_s, or the user token's limit when that is lower (direct activations).
+    const limit = s.rate_limit.requests_per_s;
+    const pace = limit > 0 && s.blocks.two_legged < s.blocks.count ? Math.min(s.ramp_up.blocks_per_s, limit) : s.ramp_up.blocks_per_s;
+    const rampLimitMs = Math.max(30_000, (3000 * s.blocks.count) / pace);
     await Promise.race([this.fleet.rampDone, ended, this.wait(rampLimitMs)]);
     if (this.fleet.running < this.fleet.planned && this.phase === "ramping") {
       this.log.add("warn", `ramp-up incomplete after ${rampLimitMs / 1000} s: ${this.fleet.running} of ${this.fleet.planned} blocks started, ${this.fleet.activated} activated`);
@@ -295,8 +311,15 @@ export class SimRunner {
       this.cleanupResult = await cleanupFleet(this.api, {
         nodeIds: this.fleet.blocks.slice(0, this.fleet.running).map((b) => b.nodeId),
         callbackGuids: this.callbacks.registered,
+        pacer: this.fleet.pacer,
       });
+      this.fleet.pacer.stop();
     }
     await this.apiDispatcher.close().catch(() => undefined);
   }
+}
+
+/** A rate for a log line: whole, or two decimals for a shard's share. */
+function round(n: number): number {
+  return Math.round(n * 100) / 100;
 }

@@ -60,6 +60,8 @@ export class CallbackRegistrar {
       const ready = this.wanted.filter((w) => w.block.announced || w.block.acked > 0);
       for (const w of ready) {
         try {
+          // A registration is a request with the user token: paced to the server's limit.
+          await this.fleet.pacer.take();
           await this.api.setCallback(w.device.guid, this.receiver.urlFor(w.device.guid));
           this.registered.push(w.device.guid);
           this.wanted = this.wanted.filter((x) => x !== w);

@@ -83,6 +83,11 @@ export class CommandDriver {
       this.credit -= 1;
       const target = this.pickTarget();
       if (!target) break;
+      // A PUT is a request with the user token: past the server's limit, it waits for a later tick.
+      if (!this.fleet.pacer.tryTake()) {
+        this.credit += 1;
+        break;
+      }
       this.send(target);
     }
   }

@@ -1,7 +1,8 @@
 /**
  * The fleet: N virtual blocks started at the scenario's ramp-up rate, activated with the user
  * token (direct flow) or, for the first `two_legged` blocks, through the two-legged flow where the
- * simulator claims each waiting block as the user (POST /block). The constructor only assigns;
+ * simulator claims each waiting block as the user (POST /block). Direct activations and claims are
+ * requests with the user token, paced by the run's CredentialPacer. The constructor only assigns;
  * open() (or start()) makes the transport and the blocks, stop() closes them.
  */
 import type { ApiClient } from "../../protocol/api-client.js";
@@ -14,6 +15,7 @@ import { type LoadedScenario, nodeIdFor } from "../scenario/parse.js";
 import { type FleetTransport, PIPELINING, SHORT_CONNECTIONS, type ShortCallClient, fleetTransport } from "./transport.js";
 import { Scheduler } from "./scheduler.js";
 import { FleetSendWindow } from "./send-window.js";
+import { CredentialPacer } from "./pacer.js";
 import { type SimDevice, VirtualBlock } from "./virtual-block.js";
 
 
@@ -36,6 +38,8 @@ export interface FleetOptions {
   clock?: () => number;
   /** The client of the blocks' readings and uploads (`--transport`). Default "http1": the simulator's own. */
   transport?: ShortCallClient;
+  /** The user token's requests, paced (shared with the run's other user calls). Default: one of the scenario's rate_limit. */
+  pacer?: CredentialPacer;
 }
 
 export class Fleet {
@@ -46,6 +50,7 @@ export class Fleet {
   /** Uplink cycles in flight across the fleet: as many as the short-call connections carry (see send-window.ts). */
   readonly window = new FleetSendWindow(SHORT_CONNECTIONS * PIPELINING);
   private readonly rng: Random;
+  readonly pacer: CredentialPacer;
   private rampTimer: NodeJS.Timeout | undefined;
   private started = 0;
   private stopped = false;
@@ -58,6 +63,7 @@ export class Fleet {
   constructor(private readonly o: FleetOptions) {
     this.scheduler = new Scheduler(o.clock ?? Date.now, SCHEDULER_QUANTUM_MS);
     this.rng = new Random(o.scenario.seed);
+    this.pacer = o.pacer ?? new CredentialPacer(o.scenario.rate_limit.requests_per_s, o.clock);
   }
 
   /** Blocks this fleet runs (its part of the scenario), before and after they are built. */
@@ -107,7 +113,9 @@ export class Fleet {
 
   /**
    * Starts the blocks at `ramp_up.blocks_per_s`, never more than `max_pending` of them waiting for
-   * activation (the ramp follows the server's activation rate); returns at once (see rampDone).
+   * activation (the ramp follows the server's activation rate), and a block of the direct flow only
+   * when the user token has room under the server's limit (its activation request is one with that
+   * credential); returns at once (see rampDone).
    */
   start(): void {
     this.open();
@@ -118,7 +126,12 @@ export class Fleet {
         if (this.stopped) return resolve();
         const room = Math.max(0, max_pending - (this.started - this.activated - this.activationFailed));
         const end = Math.min(this.blocks.length, this.started + Math.min(perTick, room));
-        for (; this.started < end; this.started++) this.startBlock(this.blocks[this.started] as VirtualBlock);
+        while (this.started < end) {
+          const b = this.blocks[this.started] as VirtualBlock;
+          if (b.index >= this.o.scenario.blocks.two_legged && !this.pacer.tryTake()) break;
+          this.started++;
+          this.startBlock(b);
+        }
         if (this.started >= this.blocks.length) {
           this.rampTimer = undefined;
           resolve();
@@ -143,6 +156,8 @@ export class Fleet {
   private async claim(b: VirtualBlock): Promise<void> {
     for (let attempt = 0; attempt < 100 && !this.stopped && !b.activated; attempt++) {
       await new Promise((r) => setTimeout(r, attempt === 0 ? 50 : 200));
+      await this.pacer.take();
+      if (this.stopped || b.activated) break;
       try {
         await this.o.api.claimBlock(b.nodeId);
         this.o.log("info", `${b.nodeId}: claimed (two-legged activation)`);
@@ -193,6 +208,7 @@ export class Fleet {
   /** Stops generating readings but keeps the agents running so their outboxes drain. */
   quiesce(): void {
     this.stopped = true;
+    this.pacer.stop();
     if (this.rampTimer) clearTimeout(this.rampTimer);
     this.scheduler.stop();
     for (const b of this.blocks) b.restore();

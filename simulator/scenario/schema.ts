@@ -136,6 +136,16 @@ export const ScenarioSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    /**
+     * The server's rate limit per credential (docs/api.md "Errors": 1,000 requests/s sustained): what
+     * the simulator sends with the user token (direct activations, claims, command PUTs, callback
+     * registrations, cleanup) is paced to stay under it, a ramp faster than that included. 0: not
+     * paced. Shared out over the parts of a sharded run, like the other fleet-wide rates.
+     */
+    rate_limit: Type.Object(
+      { requests_per_s: Type.Number({ minimum: 0, maximum: 1_000_000, default: 1000 }) },
+      { additionalProperties: false, default: {} },
+    ),
     warmup_s: Type.Number({ minimum: 0, default: 0 }),
     duration_s: Type.Number({ exclusiveMinimum: 0, default: 30 }),
     /** Commands the simulator PUTs as the user to random actuators, per second in total. */

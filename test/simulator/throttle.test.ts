@@ -2,7 +2,7 @@
  * The simulator on a server that throttles its user token (a real server on loopback with a low
  * per-credential rate limit): a 429 is backpressure, not an error. Throttled blocks back off and
  * activate; the report counts the throttled answers apart from the errors, and a threshold on
- * errors does not fail on them.
+ * errors does not fail on them. Told the server's limit (rate_limit), the simulator stays under it.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -47,12 +47,14 @@ describe("simulator against a server that rate-limits the user token", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const run = (doc: Record<string, unknown>): SimRunner => {
+  // Each test its own user and token: the server's bucket of one test's token is not drained by another's.
+  const run = async (doc: Record<string, unknown>): Promise<SimRunner> => {
+    const { token } = await server.services.auth.createUser(`throttle${runners.length}${Date.now()}`);
     const r = new SimRunner({
       scenario: validateScenario({ commands: { rate: 0 }, callbacks: { devices: 0 }, duration_s: 120, cleanup: true, ...doc }),
       baseUrl: urls.baseUrl,
       streamUrl: urls.streamUrl,
-      token: TOKEN,
+      token,
       drainTimeoutMs: 5000,
     });
     runners.push(r);
@@ -61,7 +63,7 @@ describe("simulator against a server that rate-limits the user token", () => {
 
   it("a ramp far above the server's limit activates every block with no error; the 429s are counted as throttled", { timeout: 60_000 }, async () => {
     const blocks = 50;
-    const r = run({
+    const r = await run({
       blocks: { count: blocks, node_id: "THROTTLE{index:6}" },
       devices: [{ type: "relay" }],
       // 2,000 blocks/s asked, 10 requests/s allowed: without backpressure most activations fail.
@@ -82,5 +84,35 @@ describe("simulator against a server that rate-limits the user token", () => {
     // Every block's relay reported its state once activated.
     expect(report.counts.events_acked).toBe(blocks);
     expect(summaryLines(report)[0]).toMatch(new RegExp(`0 errors, ${report.counts.throttled} throttled`));
+  });
+
+  it("told the server's limit, the simulator paces its user token under it: a ramp of 2,000/s, claims, commands and callbacks, and no 429", { timeout: 60_000 }, async () => {
+    const blocks = 40;
+    const r = await run({
+      blocks: { count: blocks, node_id: "PACED{index:7}", two_legged: 2 },
+      devices: [{ type: "relay" }, { type: "temperature", rate: 1 }],
+      ramp_up: { blocks_per_s: 2000, max_pending: 500 },
+      rate_limit: { requests_per_s: LIMIT },
+      commands: { rate: 2 },
+      callbacks: { devices: 3 },
+      thresholds: ["errors == 0", "throttled == 0"],
+    });
+    const started = performance.now();
+    await r.start();
+    await vi.waitFor(() => expect(r.fleet.activated).toBe(blocks), { timeout: 45_000, interval: 100 });
+    // 38 direct activations at 10/s after a burst of 10: about 3 s, not at once.
+    expect(performance.now() - started).toBeGreaterThan(2500);
+    await vi.waitFor(() => expect(r.callbacks.registered).toHaveLength(3), { timeout: 20_000, interval: 100 });
+    await vi.waitFor(() => expect(r.metrics.counters.commands_received).toBeGreaterThanOrEqual(3), { timeout: 20_000, interval: 100 });
+    r.requestStop();
+    const report = await r.finished;
+    expect(report.blocks).toEqual({ planned: blocks, activated: blocks, failed: 0 });
+    expect(report.throttled_by_kind).toEqual({});
+    expect(report.errors_by_kind).toEqual({});
+    expect(report.passed).toBe(true);
+    expect(r.log.tail(50).some((e) => /ramp_up.blocks_per_s 2000 is above the user token's 10 requests\/s .*direct activations go at 10\/s/.test(e.text))).toBe(true);
+    // The run's cleanup (scenario cleanup: true) goes through the same pacer: every block unpaired, none refused.
+    await r.stop();
+    expect(r.cleanupResult).toMatchObject({ blocks, callbacks: 3, failed: [] });
   });
 });
