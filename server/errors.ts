@@ -31,12 +31,15 @@ const STATUS: Record<ErrorCode, number> = {
 export class ServiceError extends Error {
   readonly code: ErrorCode;
   readonly statusCode: number;
+  /** Whole seconds after which a retry may succeed (sent as Retry-After), when known. */
+  readonly retryAfterS: number | undefined;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; retryAfterS?: number }) {
     super(message, options);
     this.name = "ServiceError";
     this.code = code;
     this.statusCode = STATUS[code];
+    this.retryAfterS = options?.retryAfterS;
   }
 }
 

@@ -107,6 +107,7 @@ export function installErrorHandling(app: FastifyInstance, bodyLimit: number, he
     else request.log.debug({ code: err.code, status, message }, "request refused");
     if (reply.sent || reply.raw.headersSent) return;
     if (status === 413 || (status >= 400 && status < 500 && !request.raw.complete)) drainRefusedBody(request, reply);
+    if (answer instanceof ServiceError && answer.retryAfterS !== undefined) void reply.header("retry-after", String(answer.retryAfterS));
     void reply.code(status).send(fail(message));
   });
   if (health) {

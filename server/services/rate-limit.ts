@@ -30,9 +30,15 @@ export class RateLimiter {
     this.sweep = undefined;
   }
 
-  /** Takes one request from the key's bucket; throws 429 when it is empty. */
+  /**
+   * Takes one request from the key's bucket; throws 429 when it is empty, with the whole seconds
+   * until the bucket holds a request again (at least 1: Retry-After counts whole seconds).
+   */
   take(key: string): void {
-    if (!this.tryTake(key)) throw new ServiceError("RATE_LIMITED", "rate limit exceeded for this credential; slow down");
+    if (this.tryTake(key)) return;
+    const tokens = this.buckets.get(key)?.tokens ?? 0;
+    const retryAfterS = Math.max(1, Math.ceil((1 - tokens) / this.options.perSecond));
+    throw new ServiceError("RATE_LIMITED", "rate limit exceeded for this credential; slow down", { retryAfterS });
   }
 
   /**

@@ -23,7 +23,10 @@ describe("server metrics", () => {
       fetch(`${t.baseUrl as string}/block/${NODE}/data`, { method: "POST", headers: { "content-type": "application/json", "x-service-token": bt }, body: JSON.stringify({ G: "0", V: 0, D: 9, DA }) });
     expect((await post("1")).status).toBe(200);
     expect((await post("2")).status).toBe(200);
-    expect((await post("3")).status).toBe(429);
+    const limited = await post("3");
+    expect(limited.status).toBe(429);
+    // When to ask again, for clients that honour it (the gateway's and the simulator's blocks do).
+    expect(limited.headers.get("retry-after")).toBe("1");
     expect((await fetch(`${t.baseUrl as string}/devices?user_access_token=nope`)).status).toBe(401);
     const res = await fetch(`${new URL(t.baseUrl as string).origin}/metrics`);
     expect(res.status).toBe(200);
