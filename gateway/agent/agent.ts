@@ -36,7 +36,8 @@ import { CommandRouter, type RouterCounters, type SnapshotSource } from "./route
 import { RefusalLog } from "./refusals.js";
 
 export type { SnapshotSource };
-import type { CommandTarget, NewOutboxEntry, Outbox, Reading, TokenStore } from "./types.js";
+import { MIN_TIMESTAMP } from "../../protocol/payloads.js";
+import type { CommandTarget, NewOutboxEntry, Outbox, Reading, RestorableOutbox, TokenStore } from "./types.js";
 import { Uplink, type UplinkOptions } from "./uplink.js";
 
 export interface BlockAgentOptions {
@@ -59,6 +60,15 @@ export interface BlockAgentOptions {
   uplink?: UplinkOptions;
   /** Backoff of the poller, the uplink and activation. Default 1 s to 2 min, reset after 30 s healthy. */
   backoff?: BackoffOptions;
+  /**
+   * The simulator's lean path (submitLean): a lone reading is sent at once without being stored
+   * when the uplink would send it alone anyway, and `acked(ts)` hears its acknowledgement (the
+   * outbox's own listener hears the stored ones; it is counted in stats() but has no `acked`
+   * event). Needs a RestorableOutbox (the in-memory one).
+   * Never for a gateway: its readings must be stored durably before they are acknowledged to their
+   * link.
+   */
+  lean?: { acked(ts: number): void };
   /** How often entries past the outbox's age limit are dropped, ms. Default 60 000. */
   expireEveryMs?: number;
   logger?: Logger;
@@ -124,6 +134,7 @@ export class BlockAgent extends EventEmitter {
     if (!o.outbox) throw new TypeError("BlockAgent: options.outbox is required");
     if (!o.tokens) throw new TypeError("BlockAgent: options.tokens is required");
     if (!o.client && !o.baseUrl) throw new TypeError("BlockAgent: options.baseUrl (or options.client) is required");
+    if (o.lean && typeof (o.outbox as Partial<RestorableOutbox>).restore !== "function") throw new TypeError("BlockAgent: options.lean needs an outbox that can restore entries (MemoryOutbox)");
     this.nodeId = o.nodeId;
     this.client = o.client ?? new BlockClient({ baseUrl: o.baseUrl as string, streamUrl: o.streamUrl, nodeId: o.nodeId, dispatcher: o.dispatcher });
     this.log = o.logger ?? pino({ level: "silent" });
@@ -145,6 +156,13 @@ export class BlockAgent extends EventEmitter {
         this.counters.acked += n;
         this.emit("acked", n);
       },
+      // A lean reading is counted, without an `acked` event (the simulator has no listener).
+      leanAcked: o.lean
+        ? (ts) => {
+            this.counters.acked++;
+            (o.lean as { acked(ts: number): void }).acked(ts);
+          }
+        : undefined,
       rejected: (entry, err) => {
         this.counters.rejected++;
         this.log.error({ G: entry.G, V: entry.V, D: entry.D, err: err.message }, "the server refused a reading for good: dropped");
@@ -191,6 +209,22 @@ export class BlockAgent extends EventEmitter {
   submitMany(readings: Reading[], link?: string): number {
     const n = this.store(readings, link);
     return n === "refused" ? 0 : n;
+  }
+
+  /**
+   * As submit(), with the `lean` option: a lone reading is sent at once without being stored when
+   * the uplink would send it alone anyway (Uplink.canLean: idle, the outbox empty, a token; behind
+   * a full window it waits for a slot unstored), with the KEY and time it would have been stored
+   * with; else it is stored.
+   */
+  submitLean(r: Reading): boolean {
+    // Anything else (a config event, an invalid reading, a busy uplink) takes the stored path.
+    if (this.o.lean === undefined || (r.kind !== undefined && r.kind !== "data" && r.kind !== "heartbeat") || r.value !== undefined || invalid(r) !== null || !this.uplink.canLean()) return this.submit(r);
+    const ts = r.ts ?? this.clock();
+    const KEY = `${this.keyPrefix}.${(this.keySeq++).toString(36)}`;
+    this.counters.submitted++;
+    this.uplink.sendLean(r.kind === "heartbeat", ts >= MIN_TIMESTAMP ? { G: r.G, V: r.V, D: r.D, DA: r.DA, TIMESTAMP: ts, KEY } : { G: r.G, V: r.V, D: r.D, DA: r.DA, KEY }, ts);
+    return true;
   }
 
   /** As submitMany, but `refused` when the outbox could not write (disk full): nothing stored, nothing to ack. */

@@ -5,10 +5,10 @@
 import {
   DEFAULT_OUTBOX_LIMITS,
   type NewOutboxEntry,
-  type Outbox,
   type OutboxEntry,
   type OutboxLimits,
   type OutboxStats,
+  type RestorableOutbox,
   type TokenStore,
 } from "./types.js";
 
@@ -22,7 +22,7 @@ const NOTHING = Object.freeze([]) as unknown as OutboxEntry[];
 /** Hears which entries were acknowledged and when (the simulator times ingest with it). */
 export type AckListener = (entries: OutboxEntry[], now: number) => void;
 
-export class MemoryOutbox implements Outbox {
+export class MemoryOutbox implements RestorableOutbox {
   /**
    * The entries waiting are entries[head..tail). Slots outside are undefined, and the array is
    * kept when it empties (only head and tail go back to 0): a block sending one reading at a time
@@ -58,6 +58,22 @@ export class MemoryOutbox implements Outbox {
     this.dropped += dropped;
     this.compact();
     return dropped;
+  }
+
+  reserve(): number {
+    return this.nextId++;
+  }
+
+  restore(entry: OutboxEntry): void {
+    // Entries appended since its reserve() have higher ids: it goes before them (most often first).
+    let at = this.tail;
+    while (at > this.head && (this.entries[at - 1] as OutboxEntry).id > entry.id) at--;
+    if (at === this.head && this.head > 0) this.entries[--this.head] = entry;
+    else {
+      this.entries.splice(at, 0, entry);
+      this.tail++;
+    }
+    this.bytes += entryBytes(entry);
   }
 
   peek(limit: number, afterId = 0): OutboxEntry[] {

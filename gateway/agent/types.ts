@@ -94,6 +94,23 @@ export interface Outbox {
   close(): void;
 }
 
+/**
+ * An outbox that can take back an entry the uplink sent without storing it (the simulator's lean
+ * path: BlockAgent's `lean` option, Uplink.sendLean): the in-memory one (memory.ts). Never the
+ * gateway's: its readings are stored durably before they are acknowledged to their link.
+ */
+export interface RestorableOutbox extends Outbox {
+  /** Entries waiting (what stats().rows says, without the object). */
+  readonly rows: number;
+  /** The id of an entry sent without being stored: below the id of every entry appended after. */
+  reserve(): number;
+  /**
+   * Stores an entry of a reserve()d id whose send failed, in id order: before the entries appended
+   * since. The bounds apply at the next append.
+   */
+  restore(entry: OutboxEntry): void;
+}
+
 /** Where the block token is kept between runs. */
 export interface TokenStore {
   load(): Promise<string | null>;

@@ -10,7 +10,7 @@ import { type BlockClient, BlockClientError } from "../../protocol/block-client.
 import { Backoff, sleep } from "./backoff.js";
 import { AgentLoop } from "./loop.js";
 import { stamp, wire } from "./runs.js";
-import type { Outbox, OutboxEntry } from "./types.js";
+import type { Outbox, OutboxEntry, RestorableOutbox } from "./types.js";
 
 export interface UplinkOptions {
   /** Most readings in one heartbeat array. Default 1000 (the server's maximum). */
@@ -39,6 +39,11 @@ export interface UplinkHooks {
   token(): string | null;
   /** The server acknowledged `n` readings. */
   acked(n: number): void;
+  /**
+   * The server acknowledged a reading of the lean path (Uplink.sendLean), read at `ts`, in place
+   * of `acked` (the outbox's listener hears only the stored ones). Required for sendLean.
+   */
+  leanAcked?(ts: number): void;
   /** The server refused one reading for good (400/413): it was dropped. */
   rejected(entry: OutboxEntry, err: BlockClientError): void;
   /** A call failed with 401/403: the token is revoked. */
@@ -62,9 +67,11 @@ export abstract class UplinkSender extends AgentLoop {
   protected readonly window: SendWindow | undefined;
   /** Most entries cut for one cycle: `pipeline` runs of `batchSize`. */
   protected readonly limit: number;
+  /** The outbox counts its rows without a stats object (the in-memory one). */
+  private readonly counted: RestorableOutbox | null;
 
   constructor(
-    private readonly client: BlockClient,
+    protected readonly client: BlockClient,
     protected readonly outbox: Outbox,
     protected readonly hooks: UplinkHooks,
     private readonly log: Logger,
@@ -77,6 +84,7 @@ export abstract class UplinkSender extends AgentLoop {
     this.window = options.window;
     this.backoff = options.backoff ?? new Backoff();
     this.limit = this.batchSize * this.pipeline;
+    this.counted = typeof (outbox as Partial<RestorableOutbox>).reserve === "function" ? (outbox as RestorableOutbox) : null;
   }
 
   /** Sends the runs of one cycle at once; gives its window slot back when they are answered. */
@@ -110,7 +118,7 @@ export abstract class UplinkSender extends AgentLoop {
     if (c.sent > 0 && this.ratePerSecond > 0) {
       const minMs = (c.sent * 1000) / this.ratePerSecond;
       const spent = Date.now() - c.started;
-      if (spent < minMs && this.outbox.stats().rows > 0) return sleep(minMs - spent, signal);
+      if (spent < minMs && (this.counted !== null ? this.counted.rows : this.outbox.stats().rows) > 0) return sleep(minMs - spent, signal);
     }
     return undefined;
   }
@@ -140,10 +148,22 @@ export abstract class UplinkSender extends AgentLoop {
   /** A run was acknowledged: it leaves the outbox. */
   protected delivered(run: OutboxEntry[]): number {
     this.outbox.ack(run.length === 1 ? [(run[0] as OutboxEntry).id] : run.map((e) => e.id));
+    this.succeeded(run.length);
+    return run.length;
+  }
+
+  /** `n` stored readings were acknowledged. */
+  protected succeeded(n: number): void {
     this.backoff.succeed();
     this.hooks.reachable(true);
-    this.hooks.acked(run.length);
-    return run.length;
+    this.hooks.acked(n);
+  }
+
+  /** A reading of the lean path (read at `ts`) was acknowledged: leanAcked counts it, not acked. */
+  protected leanSucceeded(ts: number): void {
+    this.backoff.succeed();
+    this.hooks.reachable(true);
+    (this.hooks.leanAcked as (ts: number) => void)(ts);
   }
 
   protected async failed(err: unknown, run: OutboxEntry[], signal: AbortSignal): Promise<number | "retry"> {

@@ -16,9 +16,17 @@
  * or a turn's few as one heartbeat) is sent and settled by two callbacks on the client's promise,
  * without cycle()'s async frames. Anything else (a full
  * window, a backlog of a whole pipeline, a stop) wakes the loop, which decides from the top.
+ *
+ * The simulator's lean path (sendLean) goes one step further for a block's lone reading: when the
+ * fast path would send it alone (the loop parked, no cycle under way, the outbox empty, a token),
+ * it is sent from the caller's turn without being stored (behind a full window, once a slot
+ * frees), and its acknowledgement only counted. A failure stores it first in line and goes on as
+ * the fast cycle's failure (retry with backoff, one by one after a refusal), so nothing
+ * acknowledged is lost.
  */
+import type { WireReading } from "../../protocol/block-client.js";
 import { splitRuns } from "./runs.js";
-import type { OutboxEntry } from "./types.js";
+import type { OutboxEntry, RestorableOutbox } from "./types.js";
 import { type Cycle, UplinkSender } from "./uplink-send.js";
 
 export { MAX_BATCH_BYTES, splitRuns } from "./runs.js";
@@ -46,6 +54,91 @@ export class Uplink extends UplinkSender {
   private readonly one: Cycle = { sent: 0, retry: false, started: 0 };
   /** A window slot the fast path took and handed to the loop with a backlog. */
   private held = false;
+  /** The lean path's reading waiting or in flight (not stored): its wire form, id, kind and time. */
+  private leanWire: WireReading | null = null;
+  private leanId = 0;
+  private leanHeartbeat = false;
+  private leanTs = 0;
+  private readonly leanTookFn = (took: boolean): void => this.leanTook(took);
+  private readonly leanOkFn = (): void => this.leanOk();
+  private readonly leanFailedFn = (err: unknown): Promise<void> => this.leanFailed(err);
+
+  /**
+   * Whether a lone reading may take the lean path now (see above): the loop parked, no cycle
+   * under way, the outbox empty, a token. sendLean() must follow at once.
+   */
+  canLean(): boolean {
+    return this.parked && !this.busy && !this.queued && !this.halted && (this.outbox as RestorableOutbox).rows === 0 && this.hooks.token() !== null;
+  }
+
+  /**
+   * Sends a reading (data, or a heartbeat of one) after canLean() said true, with the KEY and
+   * TIMESTAMP it would have been stored with; its acknowledgement goes to the `leanAcked` hook.
+   * Behind a full window it waits for a slot as the fast path does, still not stored; if readings
+   * were stored meanwhile it joins them (first, by its id) and they leave as one batch.
+   */
+  sendLean(heartbeat: boolean, wire: WireReading, ts: number): void {
+    this.busy = true;
+    this.leanWire = wire;
+    this.leanId = (this.outbox as RestorableOutbox).reserve();
+    this.leanHeartbeat = heartbeat;
+    this.leanTs = ts;
+    if (!this.window || this.window.tryTake()) return this.leanSend();
+    this.inFlight = this.window.take(this.signal).then(this.leanTookFn);
+  }
+
+  private leanTook(took: boolean): void {
+    if (took && !this.halted && (this.outbox as RestorableOutbox).rows === 0 && this.hooks.token() !== null) return this.leanSend();
+    // Stopped, or readings came meanwhile (or the token went): stored, and on as the fast path's wait.
+    this.leanStore();
+    this.took(took);
+  }
+
+  private leanSend(): void {
+    const token = this.hooks.token() as string;
+    const wire = this.leanWire as WireReading;
+    this.one.started = Date.now();
+    let sent: Promise<void>;
+    try {
+      sent = this.leanHeartbeat ? this.client.heartbeat(token, [wire], this.signal) : this.client.data(token, wire, this.signal);
+    } catch (err) {
+      sent = Promise.reject(err);
+    }
+    this.inFlight = sent.then(this.leanOkFn, this.leanFailedFn);
+  }
+
+  private leanOk(): void {
+    this.leanWire = null;
+    try {
+      this.leanSucceeded(this.leanTs);
+    } finally {
+      this.window?.give();
+    }
+    if (!this.halted && (this.outbox as RestorableOutbox).rows === 0) {
+      // Nothing came meanwhile: no pacing to do, and the fast path would find nothing to send.
+      this.busy = false;
+      this.inFlight = undefined;
+      return;
+    }
+    this.one.sent = 1;
+    this.one.retry = false;
+    this.fastSettled(this.one);
+  }
+
+  /** Stored first in line, then what a failed fast cycle does (its slot is the fast cycle's). */
+  private leanFailed(err: unknown): Promise<void> {
+    this.run1 = [this.leanStore()];
+    return this.run1Failed(err);
+  }
+
+  /** The lean reading goes into the outbox, before what was stored since it was taken. */
+  private leanStore(): OutboxEntry {
+    const w = this.leanWire as WireReading;
+    this.leanWire = null;
+    const entry: OutboxEntry = { id: this.leanId, kind: this.leanHeartbeat ? "heartbeat" : "data", G: w.G, V: w.V, D: w.D, DA: w.DA, value: null, ts: this.leanTs, key: w.KEY as string };
+    (this.outbox as RestorableOutbox).restore(entry);
+    return entry;
+  }
 
   /** New entries or a token: the steady state sends them without waking the loop (see above). */
   override notify(): void {

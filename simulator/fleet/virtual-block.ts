@@ -149,6 +149,14 @@ export class VirtualBlock implements CommandTarget {
       clock,
       backoff: { baseMs: 500, maxMs: 10_000, resetAfterMs: 10_000 },
       uplink: ctx.window ? { window: ctx.window } : undefined,
+      // A reading the uplink would send alone at once is sent without an outbox entry, and its
+      // acknowledgement only counted and timed here (the outbox's listener above times the others).
+      lean: {
+        acked: (ts) => {
+          this.acked++;
+          ctx.metrics.ackedAt(ts, clock());
+        },
+      },
       camera: cameraSize
         ? { take: () => Promise.resolve(cameraFrame(cameraSize.width, cameraSize.height, this.frames++)) }
         : undefined,
@@ -303,7 +311,11 @@ export class VirtualBlock implements CommandTarget {
     if (!this.running || this.paused) return;
     const v = d.gen.nextValue();
     d.last = v;
-    this.submit([{ G: d.G, V: d.V, D: d.D, DA: v, kind: d.event }]);
+    // The steady state's reading: straight into this tick's requests when the uplink is idle.
+    if (this.agent.submitLean({ G: d.G, V: d.V, D: d.D, DA: v, kind: d.event })) {
+      this.sent++;
+      this.ctx.metrics.sent(1);
+    }
     this.next(d);
   }
 

@@ -100,6 +100,33 @@ describe.each(impls)("%s outbox", (_name, make) => {
   });
 });
 
+describe("MemoryOutbox restore (the simulator's lean path)", () => {
+  it("puts an entry of a reserved id back before the entries appended since, counting its bytes", () => {
+    const o = new MemoryOutbox();
+    o.append([entry(1)]);
+    o.ack([1]);
+    const id = o.reserve();
+    o.append([entry(3), entry(4)]);
+    const before = o.stats().bytes;
+    o.restore({ ...entry(2), id });
+    expect(o.peek(10).map((e) => e.DA)).toEqual(["2", "3", "4"]);
+    expect(o.stats().bytes).toBe(before + 1 + 1 + 2);
+    expect(o.rows).toBe(3);
+    // After acknowledgements moved the head: into the freed slot in front; between otherwise.
+    const id2 = o.reserve();
+    o.append([entry(6)]);
+    o.ack(o.peek(3).map((e) => e.id));
+    o.restore({ ...entry(5), id: id2 });
+    expect(o.peek(10).map((e) => e.DA)).toEqual(["5", "6"]);
+    const id3 = o.reserve();
+    o.append([entry(8)]);
+    o.restore({ ...entry(7), id: id3 });
+    expect(o.peek(10).map((e) => e.DA)).toEqual(["5", "6", "7", "8"]);
+    o.ack(o.peek(10).map((e) => e.id));
+    expect(o.stats()).toMatchObject({ rows: 0, bytes: 0 });
+  });
+});
+
 describe("SqliteOutbox durability", () => {
   it("keeps entries and the drop counter across reopening", () => {
     const d = tempDir("outbox");
