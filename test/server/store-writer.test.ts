@@ -39,11 +39,9 @@ async function started(): Promise<{ t: TestServer; base: string; user: (path: st
 describe("a write on the event loop while another connection holds the write lock", () => {
   it("waits off the event loop: /healthz and reads are answered promptly meanwhile; the write goes through after", { timeout: 30_000 }, async () => {
     const { t, base, user } = await started();
-    const HOLD_MS = 400;
     const other = new Database(join(t.dir, DB_FILE));
     try {
       other.exec("BEGIN IMMEDIATE");
-      const holding = performance.now();
       // The rename's arrival at the server, seen on its own socket server.
       const arrived = new Promise<void>((resolve) => {
         t.server.api.server.on("request", (req) => {
@@ -57,8 +55,9 @@ describe("a write on the event loop while another connection holds the write loc
       });
       await arrived;
       const answers: number[] = [];
-      // Requests one after the other while the lock is held (about HOLD_MS): each is answered at once.
-      while (performance.now() - holding < HOLD_MS) {
+      // Requests one after the other while the lock is held (the test releases it after them): each
+      // is answered without waiting for the rename.
+      for (let i = 0; i < 5; i++) {
         const asked = performance.now();
         const health = await http(new URL("/healthz", base).href);
         const device = await http(user(`/device/${GUID}`));
@@ -67,9 +66,9 @@ describe("a write on the event loop while another connection holds the write loc
         expect(device.status).toBe(200);
       }
       expect(renamedAt, "the rename was answered while the lock was held").toBe(0);
-      expect(answers.length).toBeGreaterThan(3);
-      // Far below the hold: on main the first of them waited for the rename's busy_timeout (5 s).
-      expect(Math.max(...answers)).toBeLessThan(HOLD_MS / 4);
+      // On main the first of them waited for the rename's busy_timeout (5 s) with the event loop; the
+      // bound is far below that and far above a loaded CI machine's hiccups.
+      expect(Math.max(...answers)).toBeLessThan(2000);
       other.exec("ROLLBACK");
       const released = performance.now();
       const renamed = await rename;
