@@ -67,8 +67,8 @@ export abstract class UplinkSender extends AgentLoop {
   protected readonly window: SendWindow | undefined;
   /** Most entries cut for one cycle: `pipeline` runs of `batchSize`. */
   protected readonly limit: number;
-  /** The outbox counts its rows without a stats object (the in-memory one). */
-  private readonly counted: RestorableOutbox | null;
+  /** The outbox, when it counts its rows without a stats object and takes entries back (the in-memory one). */
+  protected readonly restorable: RestorableOutbox | null;
 
   constructor(
     protected readonly client: BlockClient,
@@ -84,7 +84,7 @@ export abstract class UplinkSender extends AgentLoop {
     this.window = options.window;
     this.backoff = options.backoff ?? new Backoff();
     this.limit = this.batchSize * this.pipeline;
-    this.counted = typeof (outbox as Partial<RestorableOutbox>).reserve === "function" ? (outbox as RestorableOutbox) : null;
+    this.restorable = typeof (outbox as Partial<RestorableOutbox>).reserve === "function" ? (outbox as RestorableOutbox) : null;
   }
 
   /** Sends the runs of one cycle at once; gives its window slot back when they are answered. */
@@ -118,7 +118,7 @@ export abstract class UplinkSender extends AgentLoop {
     if (c.sent > 0 && this.ratePerSecond > 0) {
       const minMs = (c.sent * 1000) / this.ratePerSecond;
       const spent = Date.now() - c.started;
-      if (spent < minMs && (this.counted !== null ? this.counted.rows : this.outbox.stats().rows) > 0) return sleep(minMs - spent, signal);
+      if (spent < minMs && (this.restorable !== null ? this.restorable.rows : this.outbox.stats().rows) > 0) return sleep(minMs - spent, signal);
     }
     return undefined;
   }

@@ -63,12 +63,17 @@ export class Uplink extends UplinkSender {
   private readonly leanOkFn = (): void => this.leanOk();
   private readonly leanFailedFn = (err: unknown): Promise<void> => this.leanFailed(err);
 
+  /** The outbox of a lean path under way (canLean() found it restorable). */
+  private get leanOutbox(): RestorableOutbox {
+    return this.restorable as RestorableOutbox;
+  }
+
   /**
    * Whether a lone reading may take the lean path now (see above): the loop parked, no cycle
    * under way, the outbox empty, a token. sendLean() must follow at once.
    */
   canLean(): boolean {
-    return this.parked && !this.busy && !this.queued && !this.halted && (this.outbox as RestorableOutbox).rows === 0 && this.hooks.token() !== null;
+    return this.restorable !== null && this.parked && !this.busy && !this.queued && !this.halted && this.restorable.rows === 0 && this.hooks.token() !== null;
   }
 
   /**
@@ -80,7 +85,7 @@ export class Uplink extends UplinkSender {
   sendLean(heartbeat: boolean, wire: WireReading, ts: number): void {
     this.busy = true;
     this.leanWire = wire;
-    this.leanId = (this.outbox as RestorableOutbox).reserve();
+    this.leanId = this.leanOutbox.reserve();
     this.leanHeartbeat = heartbeat;
     this.leanTs = ts;
     if (!this.window || this.window.tryTake()) return this.leanSend();
@@ -88,7 +93,7 @@ export class Uplink extends UplinkSender {
   }
 
   private leanTook(took: boolean): void {
-    if (took && !this.halted && (this.outbox as RestorableOutbox).rows === 0 && this.hooks.token() !== null) return this.leanSend();
+    if (took && !this.halted && this.leanOutbox.rows === 0 && this.hooks.token() !== null) return this.leanSend();
     // Stopped, or readings came meanwhile (or the token went): stored, and on as the fast path's wait.
     this.leanStore();
     this.took(took);
@@ -114,7 +119,7 @@ export class Uplink extends UplinkSender {
     } finally {
       this.window?.give();
     }
-    if (!this.halted && (this.outbox as RestorableOutbox).rows === 0) {
+    if (!this.halted && this.leanOutbox.rows === 0) {
       // Nothing came meanwhile: no pacing to do, and the fast path would find nothing to send.
       this.busy = false;
       this.inFlight = undefined;
@@ -136,7 +141,7 @@ export class Uplink extends UplinkSender {
     const w = this.leanWire as WireReading;
     this.leanWire = null;
     const entry: OutboxEntry = { id: this.leanId, kind: this.leanHeartbeat ? "heartbeat" : "data", G: w.G, V: w.V, D: w.D, DA: w.DA, value: null, ts: this.leanTs, key: w.KEY as string };
-    (this.outbox as RestorableOutbox).restore(entry);
+    this.leanOutbox.restore(entry);
     return entry;
   }
 
