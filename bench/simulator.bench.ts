@@ -30,10 +30,15 @@
  * BENCH_SIM_ROUNDS (runs of each size, default 1), BENCH_SIM_WORKERS (its processes, default 2),
  * BENCH_SIM_FLEET_AGAINST (`server`: against one real SQLite server instead of the sink),
  * BENCH_SIM_SINK_PROCESSES (default: one per 12,000 blocks), BENCH_SIM_FILES (the open-file limit to
- * raise to, default 65536), BENCH_ONLY (one part: sink, fleet or server).
+ * raise to, default 65536), BENCH_ONLY (one part: sink, fleet or server), BENCH_SIM_PROFILE (a file:
+ * the simulator's measured window against the sink is profiled there, a .cpuprofile that
+ * `node --import tsx bench/fixtures/profile-top.ts FILE` sums by function and by file; BENCH_SIM_PROFILE_US
+ * its sampling interval, default 100), BENCH_SIM_SINK_ROUNDS (rounds of the simulator against its bare
+ * loop, default 1; each other round runs the bare loop first, and the median ratio is printed).
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ApiClient } from "../protocol/api-client.js";
@@ -66,6 +71,30 @@ const FLEETS = (process.env.BENCH_SIM_FLEET ?? "40000")
 const ROUNDS = Number(process.env.BENCH_SIM_ROUNDS ?? 1);
 const WORKERS = Number(process.env.BENCH_SIM_WORKERS ?? 2);
 const FILES = Number(process.env.BENCH_SIM_FILES ?? 65_536);
+const PROFILE = process.env.BENCH_SIM_PROFILE ?? "";
+/** Rounds of the simulator against its bare loop (alternating which goes first), for a median ratio. */
+const SINK_ROUNDS = Number(process.env.BENCH_SIM_SINK_ROUNDS ?? 1);
+
+/** Profiles this process (BENCH_SIM_PROFILE_US µs sampling, default 100) from start() until the promise stop() returns is kept. */
+function profiler(file: string): { start(): void; stop(): Promise<void> } {
+  const session = new Session();
+  let started: Promise<unknown> | null = null;
+  return {
+    start() {
+      if (started !== null || file === "") return;
+      session.connect();
+      started = session.post("Profiler.enable").then(() => session.post("Profiler.setSamplingInterval", { interval: Number(process.env.BENCH_SIM_PROFILE_US ?? 100) })).then(() => session.post("Profiler.start"));
+    },
+    async stop() {
+      if (started === null) return;
+      await started;
+      const { profile } = await session.post("Profiler.stop");
+      writeFileSync(file, JSON.stringify(profile));
+      session.disconnect();
+      process.stdout.write(`  profile of the measured window: ${file}\n`);
+    },
+  };
+}
 
 function scenario(blocks: number, seed: number, perSecond: number) {
   return validateScenario(scenarioDoc(blocks, seed, perSecond));
@@ -93,7 +122,8 @@ function byKind(errors: Record<string, number>): string {
     .join(", ");
 }
 
-async function capacity(label: string, baseUrl: string, blocks: number, seed: number, rampPerSecond: number, peer: { name: string; pid?: number }): Promise<{ cpuUsPerEvent: number }> {
+async function capacity(label: string, baseUrl: string, blocks: number, seed: number, rampPerSecond: number, peer: { name: string; pid?: number }, profileTo = ""): Promise<{ cpuUsPerEvent: number }> {
+  const prof = profiler(profileTo);
   const runner = new SimRunner({ scenario: scenario(blocks, seed, rampPerSecond), baseUrl, token: TOKEN, drainTimeoutMs: 10_000 });
   const started = performance.now();
   let rampedAt = Number.NaN;
@@ -102,7 +132,10 @@ async function capacity(label: string, baseUrl: string, blocks: number, seed: nu
   let peerPercent = Number.NaN;
   const watch = setInterval(() => {
     if (Number.isNaN(rampedAt) && runner.fleet.activated >= blocks) rampedAt = performance.now();
-    if (peerFrom === null && runner.phase === "running") peerFrom = { cpu: cpuMsOf(peer.pid), at: performance.now() };
+    if (peerFrom === null && runner.phase === "running") {
+      peerFrom = { cpu: cpuMsOf(peer.pid), at: performance.now() };
+      prof.start();
+    }
     if (peerFrom !== null && Number.isNaN(peerPercent) && runner.phase !== "running") {
       peerPercent = (100 * (cpuMsOf(peer.pid) - peerFrom.cpu)) / (performance.now() - peerFrom.at);
     }
@@ -110,6 +143,7 @@ async function capacity(label: string, baseUrl: string, blocks: number, seed: nu
   await runner.start();
   const report = await runner.finished;
   clearInterval(watch);
+  await prof.stop();
   // A run without a backlog drains at once: the window closed between two looks.
   if (peerFrom !== null && Number.isNaN(peerPercent)) {
     const from = peerFrom as { cpu: number; at: number };
@@ -138,7 +172,8 @@ async function capacity(label: string, baseUrl: string, blocks: number, seed: nu
  * the second as the simulator's are), through the simulator's own fleet transport, shaped as the
  * fleet's: 32 kept-alive short-call connections, 8 calls pipelined on each at most. No agent, no outbox, no long-polls, no metrics.
  */
-async function bareLoop(baseUrl: string, blocks: number): Promise<{ cpuUsPerEvent: number; ackedPerSecond: number; cpuPercent: number }> {
+async function bareLoop(baseUrl: string, blocks: number, profileTo = ""): Promise<{ cpuUsPerEvent: number; ackedPerSecond: number; cpuPercent: number }> {
+  const prof = profiler(profileTo);
   const api = new ApiClient({ baseUrl, token: TOKEN });
   const nodes = Array.from({ length: blocks }, (_v, i) => `BARE${String(i).padStart(8, "0")}`);
   const tokens: string[] = [];
@@ -164,6 +199,7 @@ async function bareLoop(baseUrl: string, blocks: number): Promise<{ cpuUsPerEven
   };
   const stopSending = sendEverySecond(blocks, send);
   await new Promise((r) => setTimeout(r, 3000));
+  prof.start();
   const cpu0 = process.cpuUsage();
   const acked0 = acked;
   const w0 = performance.now();
@@ -171,6 +207,7 @@ async function bareLoop(baseUrl: string, blocks: number): Promise<{ cpuUsPerEven
   const cpu = process.cpuUsage(cpu0);
   const wallS = (performance.now() - w0) / 1000;
   const n = acked - acked0;
+  await prof.stop();
   stopSending();
   await http.close();
   const result = { cpuUsPerEvent: (cpu.user + cpu.system) / n, ackedPerSecond: n / wallS, cpuPercent: (cpu.user + cpu.system) / 1e4 / wallS };
@@ -185,12 +222,25 @@ async function againstSink(): Promise<void> {
   const sink = await startBare("bench/fixtures/block-sink.ts");
   try {
     const sinkUrl = `http://127.0.0.1:${sink.port}/rest/v0`;
-    const sim = await capacity("simulator against a protocol sink", sinkUrl, SINK, 1, RAMP, { name: "sink", pid: sink.child.pid });
-    const bare = await bareLoop(sinkUrl, SINK);
-    process.stdout.write(`\noverhead per event at ${SINK} blocks × 1/s (same sink):\n`);
-    figure("  bare HTTP loop CPU", bare.cpuUsPerEvent, "µs/event");
-    figure("  simulator CPU", sim.cpuUsPerEvent, "µs/event", { name: "bare loop", value: bare.cpuUsPerEvent });
-    figure("  simulator overhead", sim.cpuUsPerEvent - bare.cpuUsPerEvent, "µs/event over the bare loop");
+    const ratios: number[] = [];
+    for (let round = 0; round < SINK_ROUNDS; round++) {
+      // Every other round runs the bare loop first, so that a machine slowing down over the rounds
+      // does not always favour the same side.
+      const simFirst = round % 2 === 0;
+      const runBare = () => bareLoop(sinkUrl, SINK, PROFILE === "" ? "" : `${PROFILE}.bare`);
+      const bareBefore = simFirst ? null : await runBare();
+      const sim = await capacity("simulator against a protocol sink", sinkUrl, SINK, 1, RAMP, { name: "sink", pid: sink.child.pid }, PROFILE);
+      const bare = bareBefore ?? (await runBare());
+      process.stdout.write(`\noverhead per event at ${SINK} blocks × 1/s (same sink${SINK_ROUNDS > 1 ? `, round ${round + 1} of ${SINK_ROUNDS}` : ""}):\n`);
+      figure("  bare HTTP loop CPU", bare.cpuUsPerEvent, "µs/event");
+      figure("  simulator CPU", sim.cpuUsPerEvent, "µs/event", { name: "bare loop", value: bare.cpuUsPerEvent });
+      figure("  simulator overhead", sim.cpuUsPerEvent - bare.cpuUsPerEvent, "µs/event over the bare loop");
+      ratios.push(sim.cpuUsPerEvent / bare.cpuUsPerEvent);
+    }
+    if (ratios.length > 1) {
+      const sorted = [...ratios].sort((a, b) => a - b);
+      process.stdout.write(`\nsimulator / bare loop over ${ratios.length} rounds: ${ratios.map((r) => r.toFixed(2)).join(", ")}; median ${(sorted[Math.floor(sorted.length / 2)] as number).toFixed(2)} ×\n`);
+    }
   } finally {
     await sink.stop();
   }

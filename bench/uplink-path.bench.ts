@@ -12,7 +12,7 @@
  * `blockkit sim` (cli/respawn.ts).
  */
 import { join } from "node:path";
-import type { BlockTransport, TransportRequest, TransportResponse } from "../protocol/transport.js";
+import type { BlockTransport, TransportCallbacks, TransportRequest, TransportResponse } from "../protocol/transport.js";
 import { figure, machine, sendEverySecond } from "./lib.js";
 
 const ROOT = process.env.BENCH_PATH_ROOT ?? join(import.meta.dirname, "..");
@@ -22,21 +22,25 @@ const ROUNDS = Number(process.env.BENCH_PATH_ROUNDS ?? 3);
 const OK: TransportResponse = { status: 200, headers: {}, body: Buffer.from('{"result":1,"error":null,"id":0}') };
 const TOKEN: TransportResponse = { status: 200, headers: {}, body: Buffer.from('{"token":"path-token-0123456789"}') };
 
-/** Answers readings on the next turn (all of a turn's at once), activation at once, polls never. */
+/**
+ * Answers readings on the next turn (all of a turn's at once), activation at once, polls never.
+ * Readings come by send() or, as over the simulator's Http1Transport, by dispatch().
+ */
 class FakeTransport implements BlockTransport {
-  private pending: ((r: TransportResponse) => void)[] = [];
+  private pending: TransportCallbacks[] = [];
   send(r: TransportRequest): Promise<TransportResponse> {
     if (r.url.includes("/activate")) return Promise.resolve(TOKEN);
     if (r.url.endsWith("/commands")) return new Promise((_ok, fail) => r.signal?.addEventListener("abort", () => fail(new Error("aborted")), { once: true }));
-    return new Promise((resolve) => {
-      this.pending.push(resolve);
-      if (this.pending.length === 1) setImmediate(() => this.flush());
-    });
+    return new Promise((resolve, reject) => this.dispatch(r, { answered: resolve, failed: reject }));
+  }
+  dispatch(_r: TransportRequest, cb: TransportCallbacks): void {
+    this.pending.push(cb);
+    if (this.pending.length === 1) setImmediate(() => this.flush());
   }
   private flush(): void {
     const answered = this.pending;
     this.pending = [];
-    for (const resolve of answered) resolve(OK);
+    for (const cb of answered) cb.answered(OK);
   }
   async close(): Promise<void> {}
 }

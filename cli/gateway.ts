@@ -21,12 +21,12 @@ export function registerGateway(program: Command): void {
     .option("--user-token <token>", "a user access token for the direct activation flow (used once)")
     .option("--serial <path>", "serial port of a Ninja-firmware node, e.g. /dev/ttyAMA0")
     .option("--baud <n>", "serial baud rate (default 9600)", positiveInt)
-    .option("--mqtt-listen <port>", "run the embedded MQTT broker on this port", port)
+    .option("--mqtt-listen <port>", "run the embedded MQTT broker on this port (0: one the system picks, named in the ready line)", port)
     .option("--mqtt-url <url>", "use an external MQTT broker (mqtt://, mqtts://)")
     .option("--mqtt-prefix <prefix>", "MQTT topic prefix (default blockkit)")
     .option("--state-dir <dir>", "where the token and the outbox live (default ./gateway-state)")
     .option("--config <file>", "configuration file (JSON or YAML)")
-    .option("--health-port <port>", "port of /healthz and /metrics on 127.0.0.1 (default 9464)", port)
+    .option("--health-port <port>", "port of /healthz and /metrics on 127.0.0.1 (default 9464; 0: one the system picks, named in the ready line)", port)
     .option("--record <file>", "append every frame received from hardware to FILE as JSON lines")
     .option("--log-level <level>", "log level", logLevel)
     .option("--check", "validate the configuration and exit")
@@ -59,9 +59,11 @@ export function registerGateway(program: Command): void {
         if (err instanceof StartCancelled) return;
         throw err;
       }
-      // The bound ports: with 0 (--health-port 0, --mqtt-listen 0) the system picked them.
-      const health = gateway.health ? ` health http://${config.health.host}:${gateway.health.port}` : "";
-      const broker = gateway.broker ? ` mqtt mqtt://${config.mqtt?.listenHost ?? "127.0.0.1"}:${gateway.broker.port}` : "";
+      // The bound ports: with 0 (--health-port 0, --mqtt-listen 0) the system picked them. Tests and
+      // scripts read them here (docs/gateway.md "Ports"); keep the shape of the line.
+      const at = gateway.listening();
+      const health = at.health ? ` health ${at.health}` : "";
+      const broker = at.mqtt ? ` mqtt ${at.mqtt}` : "";
       process.stdout.write(`blockkit gateway ready node ${config.nodeId}${health}${broker}\n`);
     });
 }

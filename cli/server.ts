@@ -38,7 +38,7 @@ export function registerServer(program: Command): void {
     .description("run the service: REST API, block protocol, pages, and the stream listener")
     .option("--host <host>", "address to listen on", "127.0.0.1")
     .option("--port <port>", "API port", port, 8000)
-    .option("--stream-port <port>", "camera stream port (default: port + 1)", port)
+    .option("--stream-port <port>", "camera stream port (default: port + 1; with --port 0, a free port, shown as stream_url)", port)
     .option("--data <dir>", "directory of the embedded SQLite store", "./data")
     .option("--db <url>", "store URL: sqlite:DIR, a directory or postgres://… (default: BLOCKKIT_DB, else --data)", dbUrl)
     .option("--admin-token <token>", "personal access token of the first user on an empty database")

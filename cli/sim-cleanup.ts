@@ -15,13 +15,16 @@ function prefix(value: string): string {
 }
 
 export function registerCleanup(sim: Command): void {
-  addTargetOptions(sim.command("cleanup").description("unpair the blocks whose node id starts with a prefix, and remove their devices' callbacks"))
+  addTargetOptions(sim.command("cleanup").description("unpair the blocks whose node id starts with a prefix, and remove their devices' callbacks"), {
+    several: false,
+    stream: false,
+  })
     .requiredOption("--node-prefix <prefix>", "start of the node ids of the fleet (SIM1N for the default pattern with seed 1)", prefix)
     .action(async (_local: CleanupFlags, command: Command) => {
       const { ApiClient } = await import("../protocol/api-client.js");
       const { cleanupPrefix } = await import("../simulator/cleanup.js");
       const flags = command.optsWithGlobals<CleanupFlags>();
-      const { targets, token } = target(flags, "blockkit sim cleanup");
+      const { targets, token } = target(flags, "blockkit sim cleanup", true);
       const first = targets[0] as (typeof targets)[number];
       const api = new ApiClient({ baseUrl: first.baseUrl, token });
       let result;

@@ -77,6 +77,21 @@ export function registerNodes(sim: Command): void {
             resolve();
           });
         });
+      let server;
+      if (flags.server !== undefined || flags.gatewayNodeId !== undefined) {
+        const { target } = await import("./sim-target.js");
+        const { ApiClient } = await import("../protocol/api-client.js");
+        const { targets, token } = target(flags, "blockkit sim nodes", true);
+        if (!flags.gatewayNodeId) {
+          process.stderr.write("blockkit sim nodes: with --server, give --gateway-node-id ID (the node id of the gateway the nodes are behind)\n");
+          process.exit(2);
+        }
+        const base = (targets[0] as { baseUrl: string }).baseUrl;
+        server = { api: new ApiClient({ baseUrl: base, token }), authUrl: base.replace(/\/rest\/v\d+$/, ""), token, gatewayNodeId: flags.gatewayNodeId };
+      }
+      const { ms } = await import("../simulator/tui/format.js");
+      const lat = (name: string, s: { p50: number | null; p99: number | null; max: number | null; count: number }): string =>
+        s.count === 0 ? `${name}: no samples` : `${name}: p50 ${ms(s.p50)} p99 ${ms(s.p99)} max ${ms(s.max)} ms (${s.count})`;
       if (flags.ptyLink !== undefined && flags.serial !== true) {
         process.stderr.write("blockkit sim nodes: --pty-link goes with --serial without a PATH (a pair the simulator creates)\n");
         process.exit(2);
@@ -109,8 +124,13 @@ export function registerNodes(sim: Command): void {
           }
         }
         try {
-          const result = await runSerialNode({ path, profile: flags.firmware, scenario, log, until });
+          const result = await runSerialNode({ path, profile: flags.firmware, scenario, log, until, server });
           process.stderr.write(`serial node (${flags.firmware}) on ${path}: ${result.readings} readings sent, ${result.commands} commands acted on\n`);
+          if (result.latency_ms) {
+            process.stderr.write(`commands PUT ${result.commands_sent ?? 0}, ${result.errors ?? 0} errors\n`);
+            process.stderr.write(`${lat("reading -> visible on the server", result.latency_ms.visible)}\n${lat("command -> node", result.latency_ms.command)}\n`);
+          }
+          if ((result.errors ?? 0) > 0) process.exitCode = 1;
           if (flags.report) writeFileSync(flags.report, `${JSON.stringify(result, null, 2)}\n`);
         } catch (err) {
           process.stderr.write(`blockkit sim nodes: ${(err as Error).message}\n`);
@@ -121,18 +141,6 @@ export function registerNodes(sim: Command): void {
         process.exit(process.exitCode ?? 0);
       }
       const { MqttNodes } = await import("../simulator/nodes/mqtt-nodes.js");
-      let server;
-      if (flags.server !== undefined || flags.gatewayNodeId !== undefined) {
-        const { target } = await import("./sim-target.js");
-        const { ApiClient } = await import("../protocol/api-client.js");
-        const { targets, token } = target(flags, "blockkit sim nodes");
-        if (!flags.gatewayNodeId) {
-          process.stderr.write("blockkit sim nodes: with --server, give --gateway-node-id ID (the node id of the gateway the nodes are behind)\n");
-          process.exit(2);
-        }
-        const base = (targets[0] as { baseUrl: string }).baseUrl;
-        server = { api: new ApiClient({ baseUrl: base, token }), authUrl: base.replace(/\/rest\/v\d+$/, ""), token, gatewayNodeId: flags.gatewayNodeId };
-      }
       const nodes = new MqttNodes({ url: flags.mqtt as string, prefix: flags.prefix, scenario, nodes: flags.nodes, server, log });
       try {
         await nodes.start();
@@ -147,9 +155,6 @@ export function registerNodes(sim: Command): void {
       if (server) await new Promise((r) => setTimeout(r, 1000));
       await nodes.stop();
       const r = nodes.report();
-      const { ms } = await import("../simulator/tui/format.js");
-      const lat = (name: string, s: (typeof r.latency_ms)["puback"]): string =>
-        s.count === 0 ? `${name}: no samples` : `${name}: p50 ${ms(s.p50)} p99 ${ms(s.p99)} max ${ms(s.max)} ms (${s.count})`;
       process.stderr.write(`published ${r.published}, acknowledged ${r.pubacked}, ${r.errors} errors, commands ${r.commands_received}/${r.commands_sent}\n`);
       for (const line of [lat("publish -> PUBACK", r.latency_ms.puback), lat("reading -> visible on the server", r.latency_ms.visible), lat("command -> node", r.latency_ms.command)]) {
         process.stderr.write(`${line}\n`);

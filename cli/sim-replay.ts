@@ -16,7 +16,10 @@ interface ReplayFlags {
 }
 
 export function registerReplay(sim: Command): void {
-  addTargetOptions(sim.command("replay <file>").description("play back frames recorded by a gateway (--record) as a virtual block"))
+  addTargetOptions(sim.command("replay <file>").description("play back frames recorded by a gateway (--record) as a virtual block"), {
+    several: false,
+    stream: true,
+  })
     .option("--node-id <id>", "node id of the virtual block", "REPLAY000000000")
     .option("--speed <x>", "pace multiplier (2 = twice as fast)", positiveNumber, 1)
     .option("--instant", "send every frame at once instead of at the recorded pace")
@@ -28,7 +31,7 @@ export function registerReplay(sim: Command): void {
       const { ms } = await import("../simulator/tui/format.js");
       // `sim` declares --server/--stream/--token too; commander gives them to the parent, so read both.
       const flags = command.optsWithGlobals<ReplayFlags>();
-      const { targets, token } = target(flags, "blockkit sim replay");
+      const { targets, token } = target(flags, "blockkit sim replay", true);
       const first = targets[0] as (typeof targets)[number];
       if (!isNodeId(flags.nodeId)) {
         process.stderr.write(`blockkit sim replay: --node-id "${flags.nodeId}" is not 12-64 letters and digits\n`);

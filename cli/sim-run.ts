@@ -4,7 +4,7 @@ import { createElement } from "react";
 import { parse as parseYaml } from "yaml";
 import { runHeadless } from "../simulator/headless.js";
 import { type Report, summaryLines, writeReport } from "../simulator/report.js";
-import { SimRunner } from "../simulator/runner.js";
+import { type RunPhase, SimRunner } from "../simulator/runner.js";
 import { overrideWithFlags, scenarioFromFlags } from "../simulator/scenario/defaults.js";
 import { type LoadedScenario, ScenarioError, validateScenario } from "../simulator/scenario/parse.js";
 import { type CleanupResult, nodePrefix } from "../simulator/cleanup.js";
@@ -64,6 +64,20 @@ interface Outcome {
   cleanup: CleanupResult | null;
 }
 
+/**
+ * The exit code of a run stopped before its measured time ended, by the signal (or the TUI's q or
+ * Ctrl-C, which a terminal in raw mode delivers as keys): 128 + the signal's number, the shell's
+ * convention, which `sim replay` follows too. Such a run is not a pass whatever its thresholds say:
+ * a CI job interrupted or cancelled must not go green on a partial measurement.
+ */
+const INTERRUPTED_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
+type Interruption = keyof typeof INTERRUPTED_EXIT;
+
+/** Whether a stop requested in this phase cuts nothing short: the measured time is over, the drain runs on. */
+const measuredTimeOver = (phase: RunPhase): boolean => phase === "draining" || phase === "done";
+/** Whether a stop requested in this phase comes during the start-up: before the measured time began. */
+const startingUp = (phase: RunPhase): boolean => phase === "starting" || phase === "ramping" || phase === "warmup";
+
 export async function runSim(flags: SimFlags): Promise<void> {
   const { targets, token } = target(flags);
   let scenario: LoadedScenario;
@@ -103,47 +117,79 @@ export async function runSim(flags: SimFlags): Promise<void> {
   const prefix = nodePrefix(scenario.blocks.node_id, scenario.seed);
   const tui = !flags.headless && process.stdout.isTTY === true && process.stdin.isTTY === true;
   let stop: () => void = () => undefined;
+  let over: () => boolean = () => false;
+  let early: () => boolean = () => true;
   // The first signal stops the run (drain, report, cleanup). Only a second Ctrl-C quits at once:
   // further SIGTERMs are the same request (`timeout` signals its child and then the whole group,
   // and the respawning parent forwards its own, so one stop arrives here as two or three SIGTERMs).
   let stopping = false;
+  let interrupted: Interruption | null = null;
+  let duringStartUp = false;
+  const interrupt = (how: Interruption): void => {
+    stopping = true;
+    if (interrupted === null && !over()) {
+      interrupted = how;
+      duringStartUp = early();
+    }
+    stop();
+  };
+  // Until start() has returned, a stop request may reach nothing that can take it yet (the runner's
+  // run loop, a worker's message listener, not there yet): it is asked again once the run can take it.
+  const startedNow = (): void => {
+    if (stopping) stop();
+  };
+  // A run that failed once interrupted (a worker the group's Ctrl-C reached before its handlers) was interrupted.
+  const failed = (err: unknown): number => {
+    if (interrupted === null) {
+      process.stderr.write(`blockkit sim: the run failed: ${(err as Error).message}\n`);
+      return 3;
+    }
+    process.stderr.write(`interrupted (${interrupted})${duringStartUp ? " during start-up" : ""}, then: ${(err as Error).message}: not a pass, exit ${INTERRUPTED_EXIT[interrupted]}\n`);
+    return INTERRUPTED_EXIT[interrupted];
+  };
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) {
       if (signal !== "SIGINT") return;
       if (scenario.cleanup) process.stderr.write(`blockkit sim: quit before the cleanup; remove the leftovers with: blockkit sim cleanup --node-prefix ${prefix}\n`);
       process.exit(130);
     }
-    stopping = true;
     if (scenario.cleanup) process.stderr.write("stopping: draining, then cleaning up (Ctrl-C again to quit at once)\n");
-    stop();
+    interrupt(signal === "SIGINT" ? "SIGINT" : "SIGTERM");
   };
+  // The TUI's q and Ctrl-C (keys in raw mode, not signals) are the same request as a Ctrl-C.
+  const quitIsCtrlC = (source: ViewSource): ViewSource => ({ ...source, quit: () => interrupt("SIGINT") });
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  if (!tui) process.stderr.write(`starting: ${total} blocks${workers > 1 ? ` in ${workers} worker processes` : ""}\n`);
   let outcome: Outcome;
   if (workers > 1) {
     const pool = new WorkerPool({ args: process.argv.slice(2), parts: parts as FleetPart[], shard });
     stop = () => pool.requestStop();
+    over = () => pool.phases().every(measuredTimeOver);
+    early = () => pool.phases().every(startingUp);
     try {
       await pool.start();
-      const report = tui ? await runTui(pool.source(), pool.finished) : await runHeadless(pool, { progressMs: flags.progress * 1000 });
+      startedNow();
+      const report = tui ? await runTui(quitIsCtrlC(pool.source()), pool.finished) : await runHeadless(pool, { progressMs: flags.progress * 1000 });
       outcome = { report, cleanup: pool.cleanupResult() };
     } catch (err) {
-      process.stderr.write(`blockkit sim: the run failed: ${(err as Error).message}\n`);
       pool.kill();
-      process.exit(3);
+      process.exit(failed(err));
     }
   } else {
     const runner = runnerFor(shard);
     stop = () => runner.requestStop();
+    over = () => measuredTimeOver(runner.phase);
+    early = () => startingUp(runner.phase);
     try {
       await runner.start();
-      const report = tui ? await runTui(runnerSource(runner), runner.finished) : await runHeadless(runner, { progressMs: flags.progress * 1000 });
+      startedNow();
+      const report = tui ? await runTui(quitIsCtrlC(runnerSource(runner)), runner.finished) : await runHeadless(runner, { progressMs: flags.progress * 1000 });
       await runner.stop();
       outcome = { report, cleanup: runner.cleanupResult };
     } catch (err) {
-      process.stderr.write(`blockkit sim: the run failed: ${(err as Error).message}\n`);
       await runner.stop().catch(() => undefined);
-      process.exit(3);
+      process.exit(failed(err));
     }
   }
   const { report, cleanup } = outcome;
@@ -155,6 +201,11 @@ export async function runSim(flags: SimFlags): Promise<void> {
     process.stderr.write(`cleanup: ${cleanup.blocks} blocks unpaired, ${cleanup.callbacks} callbacks removed${cleanup.failed.length > 0 ? `, ${cleanup.failed.length} failed` : ""}\n`);
     for (const f of cleanup.failed.slice(0, 10)) process.stderr.write(`cleanup failed: ${f}\n`);
     if (cleanup.failed.length > 0) process.stderr.write(`retry with: blockkit sim cleanup --node-prefix ${prefix}\n`);
+  }
+  if (interrupted !== null) {
+    const when = duringStartUp ? "during start-up, before the measured time" : `after ${report.duration_s} of ${scenario.duration_s} s measured`;
+    process.stderr.write(`interrupted (${interrupted}) ${when}: not a pass, exit ${INTERRUPTED_EXIT[interrupted]}\n`);
+    process.exit(INTERRUPTED_EXIT[interrupted]);
   }
   if (shard) {
     process.stderr.write(`shard ${shard.index}/${shard.count}: the thresholds are checked on the merge (blockkit sim merge REPORT…)\n`);

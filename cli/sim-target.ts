@@ -25,15 +25,20 @@ function servers(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
 }
 
-export function addTargetOptions(cmd: Command): Command {
+/** What a command does with its servers: spread blocks over several, send camera snapshots. */
+export interface TargetUse {
+  /** Several --server spread the blocks round robin (`blockkit sim`); otherwise one is taken. */
+  several: boolean;
+  /** The command's blocks upload snapshots, so it takes a stream root. */
+  stream: boolean;
+}
+
+export function addTargetOptions(cmd: Command, use: TargetUse = { several: true, stream: true }): Command {
+  const server = "server root or REST root, http://HOST:PORT[/rest/v0] (default: $BLOCKKIT_SERVER, then the profile's)";
+  cmd.option("--server <url>", use.several ? `${server}; several: blocks are spread round robin over them` : server, servers);
+  if (use.stream) cmd.option("--stream <url>", "stream root for camera snapshots (default: server port + 1; a server on --port 0 prints its stream_url)", url);
   return cmd
-    .option(
-      "--server <url>",
-      "server root or REST root, http://HOST:PORT[/rest/v0] (default: $BLOCKKIT_SERVER); several: blocks are spread round robin over them",
-      servers,
-    )
-    .option("--stream <url>", "stream root for camera snapshots (default: server port + 1)", url)
-    .option("--token <token>", "user access token (default: $BLOCKKIT_TOKEN)")
+    .option("--token <token>", "user access token (default: $BLOCKKIT_TOKEN, then the profile's)")
     .option("--profile <name>", "the profile to use for server and token (default: $BLOCKKIT_PROFILE, then the current one)");
 }
 
@@ -77,9 +82,15 @@ export function resolveTargets(flags: TargetFlags, env: NodeJS.ProcessEnv = proc
 
 export class TargetError extends Error {}
 
-/** resolveTargets for a command line: prints the problem and exits with 2. */
-export function target(flags: TargetFlags, command = "blockkit sim"): { targets: SimTarget[]; token: string } {
+/**
+ * resolveTargets for a command line: prints the problem and exits with 2. A command that talks to
+ * one server (`one`) refuses several rather than use the first and leave the others' blocks.
+ */
+export function target(flags: TargetFlags, command = "blockkit sim", one = false): { targets: SimTarget[]; token: string } {
   try {
+    if (one && Array.isArray(flags.server) && flags.server.length > 1) {
+      throw new TargetError(`give one --server (it works against one server; with instances of one cluster, any of them)`);
+    }
     return resolveTargets(flags);
   } catch (err) {
     process.stderr.write(`${command}: ${(err as Error).message}\n`);

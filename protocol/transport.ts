@@ -36,6 +36,14 @@ export interface TransportResponse {
   body: Buffer;
 }
 
+/** Where dispatch() hands a call's outcome: exactly one of the two, never in the caller's turn. */
+export interface TransportCallbacks {
+  /** Any complete HTTP answer, whatever its status. */
+  answered(res: TransportResponse): void;
+  /** No answer: as send()'s rejections. */
+  failed(err: Error): void;
+}
+
 export interface BlockTransport {
   /**
    * Resolves with any complete HTTP answer, whatever its status. Rejects when there is none: the
@@ -43,8 +51,23 @@ export interface BlockTransport {
    * over `maxBytes`.
    */
   send(req: TransportRequest): Promise<TransportResponse>;
+  /**
+   * send() without a promise: the outcome goes to `cb` (one object a caller keeps for its calls,
+   * not a closure per call). Optional: the simulator's readings take it, ten thousand a second,
+   * where each promise and its reaction showed; callers fall back to send() without it.
+   */
+  dispatch?(req: TransportRequest, cb: TransportCallbacks): void;
   /** Closes the transport's own connections. */
   close(): Promise<void>;
+}
+
+/** A call by `transport.dispatch()` where it has one, else by send() with its outcome handed to `cb`. */
+export function dispatchTo(transport: BlockTransport, r: TransportRequest, cb: TransportCallbacks): void {
+  if (transport.dispatch !== undefined) return transport.dispatch(r, cb);
+  transport.send(r).then(
+    (res) => cb.answered(res),
+    (err: unknown) => cb.failed(err as Error),
+  );
 }
 
 export interface NodeHttpTransportOptions {

@@ -12,7 +12,7 @@
  * Aborts: one listener per signal for all the exchanges made with it (abort-watch.ts).
  */
 import { type Dispatcher, util } from "undici";
-import { AbortWatch, abortReason } from "./abort-watch.js";
+import { AbortWatch, type WatchList, type WatchedCall, abortReason } from "./abort-watch.js";
 import type { BlockTransport, TransportRequest, TransportResponse } from "./transport.js";
 
 export class UndiciTransport implements BlockTransport {
@@ -49,21 +49,26 @@ export class UndiciTransport implements BlockTransport {
 const inFlight = new AbortWatch<Exchange>((x, reason) => x.aborted(reason));
 
 /** One exchange: undici's dispatch handler (raw headers, body chunks), aborted with its signal. */
-class Exchange implements Dispatcher.DispatchHandler {
+class Exchange implements Dispatcher.DispatchHandler, WatchedCall {
+  watchPrev: WatchedCall | null = null;
+  watchNext: WatchedCall | null = null;
   private abortFn: ((err?: Error) => void) | null = null;
   private settled = false;
   private status = 0;
   private rawHeaders: Buffer[] | string[] | null = null;
   private chunks: Buffer[] = [];
   private size = 0;
+  /** Its entry among its signal's calls in flight (AbortWatch.add's handle). */
+  private watch: WatchList | null = null;
 
   constructor(
-    private readonly signal: AbortSignal | undefined,
+    signal: AbortSignal | undefined,
     private readonly max: number,
     private readonly resolve: (r: TransportResponse) => void,
     private readonly reject: (e: Error) => void,
   ) {
-    if (signal) inFlight.add(signal, this);
+    // send() checked the signal: add() finds it not aborted.
+    if (signal) this.watch = inFlight.add(signal, this);
   }
 
   /** The signal aborted. */
@@ -132,6 +137,6 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   private settle(): void {
     this.settled = true;
-    if (this.signal) inFlight.delete(this.signal, this);
+    if (this.watch) inFlight.delete(this.watch, this);
   }
 }

@@ -36,6 +36,7 @@ import type { Store } from "./store/types.js";
 import { StoreHealth } from "./services/store-health.js";
 import type { OutboundPolicyOptions } from "./services/outbound-policy.js";
 import { Lifecycle, type Part } from "../protocol/lifecycle.js";
+import { listenUrl } from "../protocol/listen-url.js";
 
 export interface ServerOptions {
   host?: string;
@@ -302,9 +303,8 @@ export class BlockkitServer {
     await this.stream.listen({ host, port: streamPort, backlog: LISTEN_BACKLOG });
     const realStreamPort = (this.stream.server.address() as AddressInfo).port;
     outbound.setOwnPorts([apiPort, realStreamPort]);
-    const shown = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
-    const authUrl = `http://${shown.includes(":") ? `[${shown}]` : shown}:${apiPort}`;
-    const streamUrl = `http://${shown.includes(":") ? `[${shown}]` : shown}:${realStreamPort}`;
+    const authUrl = listenUrl("http", host, apiPort);
+    const streamUrl = listenUrl("http", host, realStreamPort);
     Object.assign(this.services.settings, { baseUrl: `${authUrl}${REST_PREFIX}`, authUrl, streamUrl });
     this.services.limits.logOpenFiles();
     this.urls = { baseUrl: `${authUrl}${REST_PREFIX}`, authUrl, streamUrl, firstUser: null };

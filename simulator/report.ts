@@ -83,6 +83,11 @@ export interface ReportInput {
   histograms: Report["histograms"];
 }
 
+/** A figure of a sentence: three significant digits, no trailing zeros (38.175 -> 38.2, 25 -> 25). */
+function figure(v: number): string {
+  return String(Math.abs(v) >= 1000 ? Math.round(v) : Number(v.toPrecision(3)));
+}
+
 /** Above these the simulator itself limits the run. */
 const CPU_LIMIT_PERCENT = 90;
 const LOOP_DELAY_LIMIT_MS = 100;
@@ -94,24 +99,24 @@ function bottleneck(i: ReportInput): { bottleneck: Bottleneck; reason: string } 
   const w = i.window;
   if (w.full_percent >= 50 && w.cycle_ms !== null && w.exchange_ms !== null) {
     const full =
-      `the send window (${w.size} requests in flight) was full ${w.full_percent}% of the time, each request held its slot ${w.cycle_ms} ms` +
-      (w.exchange_ms < w.cycle_ms ? ` (${w.exchange_ms} ms of it on a connection)` : "");
+      `the send window (${w.size} requests in flight) was full ${w.full_percent}% of the time, each request held its slot ${figure(w.cycle_ms)} ms` +
+      (w.exchange_ms < w.cycle_ms ? ` (${figure(w.exchange_ms)} ms of it on a connection)` : "");
     if (l.cpu_percent >= CPU_LIMIT_PERCENT) {
       return { bottleneck: "simulator", reason: `${full}; simulator CPU ${l.cpu_percent}% of a core: run more simulator processes` };
     }
     const wait = l.answer_wait_ms;
     if (wait !== null) {
       // The simulator's share of an exchange is the time an arrived answer waits for its loop.
-      const own = `an answer that has arrived waits ${wait} ms on average for the simulator's event loop`;
+      const own = `an answer that has arrived waits ${figure(wait)} ms on average for the simulator's event loop`;
       if (w.exchange_ms > 3 * wait + 5) return { bottleneck: "server", reason: `${full}; ${own}: the rest is the server's` };
       return { bottleneck: "simulator", reason: `${full}; ${own}: most of it is the simulator's` };
     }
     if (w.exchange_ms > 5 * l.loop_delay_p99_ms) {
-      return { bottleneck: "server", reason: `${full}, far above the simulator's event-loop delay p99 ${l.loop_delay_p99_ms} ms: the server answers slowly` };
+      return { bottleneck: "server", reason: `${full}, far above the simulator's event-loop delay p99 ${figure(l.loop_delay_p99_ms)} ms: the server answers slowly` };
     }
     return {
       bottleneck: "simulator",
-      reason: `${full}, close to the simulator's own event-loop delay p99 ${l.loop_delay_p99_ms} ms: answers wait for the simulator's event loop`,
+      reason: `${full}, close to the simulator's own event-loop delay p99 ${figure(l.loop_delay_p99_ms)} ms: answers wait for the simulator's event loop`,
     };
   }
   const c = i.metrics.counters;
@@ -121,20 +126,20 @@ function bottleneck(i: ReportInput): { bottleneck: Bottleneck; reason: string } 
   const serverSlow = p99 > 1000 || backlog > Math.max(100, c.events_sent * 0.05) || (i.metrics.throttled_by_kind.uplink ?? 0) > 0;
   const server = {
     bottleneck: "server" as const,
-    reason: `ingest p50 ${p50} ms p99 ${p99} ms, far above the simulator's own event-loop delay (p99 ${l.loop_delay_p99_ms} ms)`,
+    reason: `ingest p50 ${figure(p50)} ms p99 ${figure(p99)} ms, far above the simulator's own event-loop delay (p99 ${figure(l.loop_delay_p99_ms)} ms)`,
   };
   // Readings that wait much longer than the simulator's loop ever stalls wait on the server.
   if (serverSlow && p50 > 5 * l.loop_delay_p99_ms) return server;
   if (l.loop_delay_p99_ms >= LOOP_DELAY_LIMIT_MS && l.cpu_percent < CPU_LIMIT_PERCENT / 2) {
     return {
       bottleneck: "host",
-      reason: `event-loop delay p99 ${l.loop_delay_p99_ms} ms while the simulator used only ${l.cpu_percent}% of a core: the machine is busy with other work`,
+      reason: `event-loop delay p99 ${figure(l.loop_delay_p99_ms)} ms while the simulator used only ${l.cpu_percent}% of a core: the machine is busy with other work`,
     };
   }
   if (l.cpu_percent >= CPU_LIMIT_PERCENT || l.loop_delay_p99_ms >= LOOP_DELAY_LIMIT_MS) {
     return {
       bottleneck: "simulator",
-      reason: `simulator CPU ${l.cpu_percent}% of a core, event-loop delay p99 ${l.loop_delay_p99_ms} ms: run more simulator processes`,
+      reason: `simulator CPU ${l.cpu_percent}% of a core, event-loop delay p99 ${figure(l.loop_delay_p99_ms)} ms: run more simulator processes`,
     };
   }
   if (serverSlow) return server;

@@ -72,6 +72,8 @@ export class SimRunner {
   /** The measured window's figures, fixed when the drain starts (the drain is not measured). */
   private measured: { ms: number; acked: number } | null = null;
   private endRequested: (() => void) | null = null;
+  /** A stop asked for before run() could take it (during start()) still ends the run. */
+  private stopRequested = false;
   readonly finished: Promise<Report>;
   private resolveFinished!: (r: Report) => void;
   private rejectFinished!: (e: unknown) => void;
@@ -155,6 +157,7 @@ export class SimRunner {
     const ended = new Promise<void>((resolve) => {
       this.endRequested = resolve;
     });
+    if (this.stopRequested) this.endRequested?.();
     // A ramp held up by activations that do not come (server unreachable, token refused) must not
     // hold the run forever: measure with the blocks that made it.
     // The ramp's pace: blocks_per_s, or the user token's limit when that is lower (direct activations).
@@ -162,7 +165,7 @@ export class SimRunner {
     const pace = limit > 0 && s.blocks.two_legged < s.blocks.count ? Math.min(s.ramp_up.blocks_per_s, limit) : s.ramp_up.blocks_per_s;
     const rampLimitMs = Math.max(30_000, (3000 * s.blocks.count) / pace);
     await Promise.race([this.fleet.rampDone, ended, this.wait(rampLimitMs)]);
-    if (this.fleet.running < this.fleet.planned && this.phase === "ramping") {
+    if (this.fleet.running < this.fleet.planned && this.phase === "ramping" && !this.stopRequested) {
       this.log.add("warn", `ramp-up incomplete after ${rampLimitMs / 1000} s: ${this.fleet.running} of ${this.fleet.planned} blocks started, ${this.fleet.activated} activated`);
     }
     if (this.phase === "ramping" && s.warmup_s > 0) {
@@ -221,6 +224,7 @@ export class SimRunner {
 
   /** Quit: end the run now and report what was measured. */
   requestStop(): void {
+    this.stopRequested = true;
     this.endRequested?.();
   }
 

@@ -8,11 +8,13 @@
  */
 import type { Logger } from "pino";
 import { type BlockClient, BlockClientError } from "../../protocol/block-client.js";
-import { type Backoff, sleep } from "./backoff.js";
+import { type Backoff, retryAfterFloor, sleep } from "./backoff.js";
 import type { TokenStore } from "./types.js";
 
 export class Activator {
   private abort = new AbortController();
+  /** Activation requests answered 429 (each asked again after the Retry-After), for the agent's stats. */
+  throttled = 0;
 
   constructor(
     private readonly client: BlockClient,
@@ -49,9 +51,11 @@ export class Activator {
           this.userToken = undefined;
           continue;
         }
-        const delay = this.backoff.fail() + (e.throttled ? (e.retryAfterMs ?? 0) : 0);
-        if (e.throttled) this.log.warn({ err: e.message, delayMs: delay, retryAfterMs: e.retryAfterMs }, "activation throttled by the server (429), asking again later");
-        else this.log.warn({ err: e.message, delayMs: delay }, "activation request failed, backing off");
+        const delay = this.backoff.fail() + (e.throttled ? retryAfterFloor(e.retryAfterMs) : 0);
+        if (e.throttled) {
+          this.throttled++;
+          this.log.warn({ err: e.message, delayMs: delay, retryAfterMs: e.retryAfterMs }, "activation throttled by the server (429), asking again later");
+        } else this.log.warn({ err: e.message, delayMs: delay }, "activation request failed, backing off");
         await sleep(delay, signal);
       }
     }

@@ -9,10 +9,8 @@
  *   and the command poller. It resolves at once; it does not wait for activation (listen for
  *   `activated`). A 401/403 anywhere clears the token, emits `revoked`, logs an error and goes back
  *   to activation; readings keep accumulating in the outbox meanwhile.
- * - `submit(reading, link?)` / `submitMany(readings, link?)`: how a link hands readings over. Each
- *   reading is stored in the outbox (fresh idempotency KEY, its time) before the call returns, and
- *   leaves it only once the server acknowledged it; an invalid one is counted, never thrown.
- *   `store()` also says when the outbox refused them (disk full): the link must not ack them.
+ * - `submit(reading, link?)` / `submitMany(readings, link?)` / `store()` / `submitLean()`: how a
+ *   link hands readings over; the agent's lower layer, AgentInput (agent-input.ts).
  * - `addLink(target)`: registers a CommandTarget. A command goes to the link that last submitted a
  *   reading of that device, else to the first link whose `owns(cmd)` is true; a command to a
  *   camera (D 1004) goes to the `camera` snapshot source when one is given. Unroutable commands
@@ -22,23 +20,19 @@
  *   `rejected` (entry, message), `command` (cmd, target name or null), `snapshot` (guid, bytes).
  * - `stats()`: counters for /metrics and the simulator.
  */
-import { randomBytes } from "node:crypto";
-import { EventEmitter } from "node:events";
 import pino, { type Logger } from "pino";
 import type { Dispatcher } from "undici";
 import { BlockClient, type BlockClientError } from "../../protocol/block-client.js";
-import { isPort } from "../../protocol/guid.js";
-import { MAX_DA_LENGTH } from "../../protocol/payloads.js";
 import { Activator } from "./activator.js";
+import { AgentInput } from "./agent-input.js";
 import { Backoff, type BackoffOptions } from "./backoff.js";
 import { CommandPoller } from "./poller.js";
 import { CommandRouter, type RouterCounters, type SnapshotSource } from "./router.js";
 import { RefusalLog } from "./refusals.js";
+import type { CommandTarget, Outbox, RestorableOutbox, TokenStore } from "./types.js";
+import { Uplink, type UplinkOptions } from "./uplink.js";
 
 export type { SnapshotSource };
-import { MIN_TIMESTAMP } from "../../protocol/payloads.js";
-import type { CommandTarget, NewOutboxEntry, Outbox, Reading, RestorableOutbox, TokenStore } from "./types.js";
-import { Uplink, type UplinkOptions } from "./uplink.js";
 
 export interface BlockAgentOptions {
   /** The block's node id: 12-64 alphanumerics. */
@@ -97,38 +91,34 @@ export interface AgentStats extends RouterCounters {
   reconnects: number;
   /** Epoch ms of the last answer from the server, null before the first. */
   lastServerContact: number | null;
+  /** Answers 429 (rate limited) that the agent asks again after their Retry-After: uploads of readings, commands polls, activation requests. */
+  throttled: { uplink: number; poll: number; activate: number };
 }
 
 
-export class BlockAgent extends EventEmitter {
+export class BlockAgent extends AgentInput {
   readonly nodeId: string;
   readonly client: BlockClient;
-  private readonly log: Logger;
-  private readonly clock: () => number;
-  private readonly outbox: Outbox;
-  private readonly router: CommandRouter;
+  protected readonly log: Logger;
+  protected readonly clock: () => number;
+  protected readonly outbox: Outbox;
+  protected readonly router: CommandRouter;
   private readonly activator: Activator;
-  private readonly uplink: Uplink;
+  protected readonly uplink: Uplink;
   private readonly poller: CommandPoller;
   private token: string | null = null;
   private state: AgentState = "idle";
   private stopping = false;
   private expireTimer: NodeJS.Timeout | undefined;
   private reachable: boolean | null = null;
-  private readonly counters = {
-    submitted: 0, acked: 0, invalid: 0, rejected: 0, activations: 0, revocations: 0, reconnects: 0,
-  };
   /**
    * Epoch ms of the last answer, NaN before the first: a number field from the start, so that the
    * store after every answer writes in place instead of boxing a new number each time.
    */
   private lastContact = Number.NaN;
-  private readonly refusals: RefusalLog;
-  /** Idempotency keys: a random prefix per agent instance and a counter (unique per node for far longer than 7 days). */
-  private readonly keyPrefix = randomBytes(9).toString("base64url");
-  private keySeq = 0;
+  protected readonly refusals: RefusalLog;
 
-  constructor(private readonly o: BlockAgentOptions) {
+  constructor(protected readonly o: BlockAgentOptions) {
     super();
     if (!o || typeof o !== "object") throw new TypeError("BlockAgent: options are required");
     if (!o.outbox) throw new TypeError("BlockAgent: options.outbox is required");
@@ -200,63 +190,11 @@ export class BlockAgent extends EventEmitter {
     this.router.add(target);
   }
 
-  /** Stores one reading in the outbox; false when invalid. `link` names the link that owns the device. */
-  submit(reading: Reading, link?: string): boolean {
-    return this.submitMany([reading], link) === 1;
-  }
-
-  /** Stores readings in the outbox in one transaction; returns how many were valid and stored (0 when refused). */
-  submitMany(readings: Reading[], link?: string): number {
-    const n = this.store(readings, link);
-    return n === "refused" ? 0 : n;
-  }
-
-  /**
-   * As submit(), with the `lean` option: a lone reading is sent at once without being stored when
-   * the uplink would send it alone anyway (Uplink.canLean: idle, the outbox empty, a token; behind
-   * a full window it waits for a slot unstored), with the KEY and time it would have been stored
-   * with; else it is stored.
-   */
-  submitLean(r: Reading): boolean {
-    // Anything else (a config event, an invalid reading, a busy uplink) takes the stored path.
-    if (this.o.lean === undefined || (r.kind !== undefined && r.kind !== "data" && r.kind !== "heartbeat") || r.value !== undefined || invalid(r) !== null || !this.uplink.canLean()) return this.submit(r);
-    const ts = r.ts ?? this.clock();
-    const KEY = `${this.keyPrefix}.${(this.keySeq++).toString(36)}`;
-    this.counters.submitted++;
-    this.uplink.sendLean(r.kind === "heartbeat", ts >= MIN_TIMESTAMP ? { G: r.G, V: r.V, D: r.D, DA: r.DA, TIMESTAMP: ts, KEY } : { G: r.G, V: r.V, D: r.D, DA: r.DA, KEY }, ts);
-    return true;
-  }
-
-  /** As submitMany, but `refused` when the outbox could not write (disk full): nothing stored, nothing to ack. */
-  store(readings: Reading[], link?: string): number | "refused" {
-    const now = this.clock();
-    const entries: NewOutboxEntry[] = [];
-    for (const r of readings) {
-      const problem = invalid(r);
-      if (problem) {
-        this.counters.invalid++;
-        this.log.warn({ G: r?.G, V: r?.V, D: r?.D, problem }, "invalid reading skipped");
-        continue;
-      }
-      if (link) this.router.owner(r.G, r.V, r.D, link);
-      entries.push({ kind: r.kind ?? "data", G: r.G, V: r.V, D: r.D, DA: r.DA, value: r.value ?? null, ts: r.ts ?? now, key: `${this.keyPrefix}.${(this.keySeq++).toString(36)}` });
-    }
-    if (entries.length === 0) return 0;
-    const dropped = this.refusals.append(this.outbox, entries);
-    if (dropped === "refused") return "refused";
-    this.counters.submitted += entries.length;
-    if (dropped > 0) {
-      this.log.warn({ dropped, limits: "outbox full" }, "outbox bounds reached: oldest readings dropped");
-      this.emit("dropped", dropped);
-    }
-    this.uplink.notify();
-    return entries.length;
-  }
-
   stats(): AgentStats {
     const ob = this.outbox.stats();
     const outbox = { dropped: ob.dropped, outboxRows: ob.rows, outboxBytes: ob.bytes, outboxFull: ob.full === true };
-    return { state: this.state, ...this.counters, ...this.router.counters, refused: this.refusals.total, ...outbox, lastServerContact: Number.isNaN(this.lastContact) ? null : this.lastContact };
+    const throttled = { uplink: this.uplink.throttled, poll: this.poller.throttled, activate: this.activator.throttled };
+    return { state: this.state, ...this.counters, ...this.router.counters, refused: this.refusals.total, ...outbox, lastServerContact: Number.isNaN(this.lastContact) ? null : this.lastContact, throttled };
   }
 
   get currentState(): AgentState {
@@ -329,15 +267,4 @@ export class BlockAgent extends EventEmitter {
     this.state = s;
     this.emit("state", s);
   }
-}
-
-function invalid(r: Reading): string | null {
-  if (!r || typeof r !== "object") return "not an object";
-  if (typeof r.G !== "string" || !isPort(r.G)) return "G must be 1-32 alphanumerics";
-  if (!Number.isInteger(r.V) || r.V < 0 || r.V > 999_999_999) return "V must be a whole number";
-  if (!Number.isInteger(r.D) || r.D < 0 || r.D > 999_999_999) return "D must be a whole number";
-  if (typeof r.DA !== "string" || r.DA.length > MAX_DA_LENGTH) return `DA must be a string of at most ${MAX_DA_LENGTH} characters`;
-  if (r.kind === "config" && r.DA.length === 0) return "a config event needs a type";
-  if (r.ts !== undefined && !Number.isFinite(r.ts)) return "ts must be epoch ms";
-  return null;
 }

@@ -56,13 +56,30 @@ export class Backoff {
 
   /** Records a success: health starts now unless it already had. */
   succeed(): void {
-    this.settle();
+    // Nothing to reset without failures: no clock read (a success a reading in the simulator).
+    if (this.failures > 0) this.settle();
     this.healthySince ??= this.clock();
   }
 
   private settle(): void {
     if (this.healthySince !== null && this.clock() - this.healthySince >= this.resetAfterMs) this.failures = 0;
   }
+}
+
+/**
+ * Longest Retry-After the agent's loops wait for, ms (10 min). The client already reads a bad field
+ * as none and caps a huge one at a day; a day without uploads or commands is still too long for a
+ * hub whose outbox has an age limit, so a server (or a proxy) asking for more is asked again after this.
+ */
+export const MAX_RETRY_AFTER_MS = 600_000;
+
+/**
+ * The part of the wait after a 429 that the server asked for (its Retry-After), ms: 0 when it gave
+ * none, at most MAX_RETRY_AFTER_MS. The loops add the backoff's jitter on top, so that throttled
+ * blocks do not all come back at one instant.
+ */
+export function retryAfterFloor(retryAfterMs: number | null): number {
+  return retryAfterMs !== null && retryAfterMs > 0 ? Math.min(retryAfterMs, MAX_RETRY_AFTER_MS) : 0;
 }
 
 /** Resolves after `ms`, or at once when the signal aborts. Never rejects. */

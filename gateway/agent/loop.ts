@@ -1,7 +1,7 @@
 /**
  * The shape both of the agent's background loops share (the command poller and the uplink):
  * start/stop with an AbortController, a wake-up when there is new work, and a backoff sleep that
- * ends early when the other loop reached the server again.
+ * ends early when the other loop reached the server again (but never before a 429's Retry-After).
  */
 import { sleep } from "./backoff.js";
 
@@ -44,7 +44,12 @@ export abstract class AgentLoop {
     });
   }
 
-  protected async backoffSleep(ms: number, signal: AbortSignal): Promise<void> {
+  /**
+   * Waits `floorMs` (the server's Retry-After: only stop() ends it), then `ms` of backoff, which
+   * retryNow() ends early.
+   */
+  protected async backoffSleep(ms: number, signal: AbortSignal, floorMs = 0): Promise<void> {
+    if (floorMs > 0) await sleep(floorMs, signal);
     const nap = new AbortController();
     this.nap = nap;
     await sleep(ms, AbortSignal.any([signal, nap.signal]));

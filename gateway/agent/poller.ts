@@ -1,13 +1,13 @@
 /**
  * Keeps one commands long-poll open. Each answer's commands are handed to `route` in order; any
  * failure (network, 5xx, 429, a malformed answer) waits with full-jitter backoff (1 s to 2 min,
- * reset after 30 s of health) before the next poll. A 401/403 stops polling and reports the
- * revocation; the agent activates again.
+ * reset after 30 s of health) before the next poll; after a 429, the server's Retry-After first
+ * (as activation does). A 401/403 stops polling and reports the revocation; the agent activates again.
  */
 import type { Logger } from "pino";
 import { type BlockClient, BlockClientError } from "../../protocol/block-client.js";
 import type { Command } from "../../protocol/payloads.js";
-import { Backoff } from "./backoff.js";
+import { Backoff, retryAfterFloor } from "./backoff.js";
 import { AgentLoop } from "./loop.js";
 
 export interface PollerHooks {
@@ -18,6 +18,9 @@ export interface PollerHooks {
 }
 
 export class CommandPoller extends AgentLoop {
+  /** Polls answered 429 (each asked again after the Retry-After), for the agent's stats. */
+  throttled = 0;
+
   constructor(
     private readonly client: BlockClient,
     private readonly hooks: PollerHooks,
@@ -45,10 +48,14 @@ export class CommandPoller extends AgentLoop {
           this.hooks.unauthorized(e);
           continue;
         }
-        this.hooks.reachable(false, e);
+        // A 429 is an answer: the server is reachable, and asked to be left alone for its Retry-After.
+        const floor = e.throttled ? retryAfterFloor(e.retryAfterMs) : 0;
+        if (e.throttled) this.throttled++;
+        this.hooks.reachable(e.throttled, e);
         const delay = this.backoff.fail();
-        this.log.warn({ err: e.message, delayMs: delay, attempt: this.backoff.attempts }, "commands poll failed, backing off");
-        await this.backoffSleep(delay, signal);
+        if (e.throttled) this.log.warn({ err: e.message, delayMs: floor + delay, retryAfterMs: e.retryAfterMs }, "commands poll throttled by the server (429), polling again later");
+        else this.log.warn({ err: e.message, delayMs: delay, attempt: this.backoff.attempts }, "commands poll failed, backing off");
+        await this.backoffSleep(delay, signal, floor);
         continue;
       }
       this.backoff.succeed();

@@ -2,12 +2,13 @@
  * How the uplink sends one cycle and what the answers do: the cycle's runs go out at once (a run of
  * readings as one heartbeat array, a lone data reading through POST /data, a config event through
  * POST /config), acknowledged entries leave the outbox, a reading the server refuses for good is
- * dropped (a refused batch is resent one by one to find it), a passing failure backs off, and a
- * replay is paced. When to send (the loop and its fast path) is the Uplink's business (uplink.ts).
+ * dropped (a refused batch is resent one by one to find it), a passing failure backs off (after a
+ * 429, for the server's Retry-After first, as activation does), and a replay is paced. When to send
+ * (the loop and its fast path) is uplink-loop.ts's business, the lean path uplink.ts's.
  */
 import type { Logger } from "pino";
 import { type BlockClient, BlockClientError } from "../../protocol/block-client.js";
-import { Backoff, sleep } from "./backoff.js";
+import { Backoff, retryAfterFloor, sleep } from "./backoff.js";
 import { AgentLoop } from "./loop.js";
 import { stamp, wire } from "./runs.js";
 import type { Outbox, OutboxEntry, RestorableOutbox } from "./types.js";
@@ -32,6 +33,11 @@ export interface SendWindow {
   tryTake(): boolean;
   /** Waits for a slot; false if `signal` aborted first (no slot is then held). */
   take(signal: AbortSignal): Promise<boolean>;
+  /**
+   * take() without a promise (optional): `then` hears the outcome, never in the caller's turn; a
+   * slot handed over by give() is heard inside that give() call.
+   */
+  wait?(signal: AbortSignal, then: (took: boolean) => void): void;
   give(): void;
 }
 
@@ -67,6 +73,10 @@ export abstract class UplinkSender extends AgentLoop {
   protected readonly window: SendWindow | undefined;
   /** Most entries cut for one cycle: `pipeline` runs of `batchSize`. */
   protected readonly limit: number;
+  /** The longest Retry-After of the 429s since the last backoff, ms (bounded): the next backoff waits it first. */
+  private throttleMs = 0;
+  /** Uploads answered 429 (each asked again after the Retry-After), for the agent's stats. */
+  throttled = 0;
   /** The outbox, when it counts its rows without a stats object and takes entries back (the in-memory one). */
   protected readonly restorable: RestorableOutbox | null;
 
@@ -85,6 +95,11 @@ export abstract class UplinkSender extends AgentLoop {
     this.backoff = options.backoff ?? new Backoff();
     this.limit = this.batchSize * this.pipeline;
     this.restorable = typeof (outbox as Partial<RestorableOutbox>).reserve === "function" ? (outbox as RestorableOutbox) : null;
+  }
+
+  override start(): void {
+    this.throttleMs = 0; // a 429 answered just before a stop is not waited for after the restart
+    super.start();
   }
 
   /** Sends the runs of one cycle at once; gives its window slot back when they are answered. */
@@ -111,9 +126,11 @@ export abstract class UplinkSender extends AgentLoop {
    */
   protected settle(c: Cycle, signal: AbortSignal): Promise<void> | undefined {
     if (c.retry) {
+      const floor = this.throttleMs;
+      this.throttleMs = 0;
       const delay = this.backoff.fail();
-      this.log.debug({ delayMs: delay }, "uplink failed, backing off");
-      return this.backoffSleep(delay, signal);
+      this.log.debug({ delayMs: floor + delay, retryAfterMs: floor }, floor > 0 ? "uplink throttled by the server (429), backing off" : "uplink failed, backing off");
+      return this.backoffSleep(delay, signal, floor);
     }
     if (c.sent > 0 && this.ratePerSecond > 0) {
       const minMs = (c.sent * 1000) / this.ratePerSecond;
@@ -174,7 +191,12 @@ export abstract class UplinkSender extends AgentLoop {
       return 0;
     }
     if (!e.rejected) {
-      this.hooks.reachable(false, e);
+      // A 429 is an answer: the server is reachable, and asked to be left alone for its Retry-After.
+      if (e.throttled) {
+        this.throttled++;
+        this.throttleMs = Math.max(this.throttleMs, retryAfterFloor(e.retryAfterMs));
+      }
+      this.hooks.reachable(e.throttled, e);
       return "retry";
     }
     this.hooks.reachable(true);

@@ -213,14 +213,16 @@ export class Gateway {
     }
   }
 
-  /** Says so in the log and to systemd (READY=1). */
+  /** Where its listeners are bound (null: not configured): with port 0, the ports the system picked. */
+  listening(): { health: string | null; mqtt: string | null } {
+    return { health: this.health?.url ?? null, mqtt: this.broker?.url ?? null };
+  }
+
+  /** Says so in the log (with the bound ports) and to systemd (READY=1). */
   private async ready(): Promise<void> {
     const c = this.config;
     const log = this.log.child({ module: "gw:daemon" });
-    log.info(
-      { nodeId: c.nodeId, server: serverUrls(c).baseUrl, links: this.links.map((l) => l.name), health: this.health ? `http://${c.health.host}:${this.health.port}` : null },
-      "gateway started",
-    );
+    log.info({ nodeId: c.nodeId, server: serverUrls(c).baseUrl, links: this.links.map((l) => l.name), ...this.listening() }, "gateway started");
     if (this.links.length === 0) log.warn("no links: no hardware node can reach this gateway (configure serial ports or MQTT)");
     await this.notify.ready(() => this.agent.currentState !== "stopped");
   }

@@ -1,11 +1,12 @@
 /**
  * `/healthz` (JSON) and `/metrics` (Prometheus text format 0.0.4) on a local port: outbox depth and
- * drops, link states, commands delivered, reconnects, last server contact.
+ * drops, link states, commands delivered, reconnects, throttled answers (429), last server contact.
  */
 import { type Server, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { AgentStats } from "../agent/agent.js";
 import type { Link } from "../links/types.js";
+import { listenUrl } from "../../protocol/listen-url.js";
 
 export interface HealthSource {
   agent(): AgentStats;
@@ -15,6 +16,7 @@ export interface HealthSource {
 
 export class HealthServer {
   private server: Server | null = null;
+  /** The port actually listened on (after start): the system's pick for port 0. */
   port = 0;
 
   constructor(
@@ -54,6 +56,11 @@ export class HealthServer {
     });
     this.server = server;
     this.port = (server.address() as AddressInfo).port;
+  }
+
+  /** Where a client on this machine reaches /healthz and /metrics (after start). */
+  get url(): string {
+    return listenUrl("http", this.o.host, this.port);
   }
 
   async stop(): Promise<void> {
@@ -108,6 +115,8 @@ export function metrics(src: HealthSource): string {
   m("last_server_contact_seconds", "gauge", "Epoch seconds of the last answer from the server (0: never).", [
     ["", a.lastServerContact === null ? 0 : a.lastServerContact / 1000],
   ]);
+  const throttled = Object.entries(a.throttled).map(([kind, n]): [string, number] => [`{kind="${kind}"}`, n]);
+  m("throttled_total", "counter", "Answers 429 (rate limited) asked again after their Retry-After, by call: uplink (readings), poll (commands), activate.", throttled);
   m("agent_online", "gauge", "1 when the agent is activated and the server reachable.", [["", a.state === "online" ? 1 : 0]]);
   const links = src.links();
   m("link_up", "gauge", "1 when the link is up.", links.map((l) => [`{link="${esc(l.name)}"}`, l.state === "up" ? 1 : 0]));

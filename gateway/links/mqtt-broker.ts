@@ -7,6 +7,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { type AddressInfo, type Server, createServer } from "node:net";
 import { Aedes } from "aedes";
 import pino, { type Logger } from "pino";
+import { listenUrl } from "../../protocol/listen-url.js";
 import { MqttUsers } from "./mqtt-users.js";
 
 export interface EmbeddedBrokerOptions {
@@ -50,9 +51,13 @@ export class EmbeddedBroker {
     this.log = o.logger ?? pino({ level: "silent" });
   }
 
-  /** The URL the gateway's own client uses. */
+  /**
+   * Where a client on this machine reaches the broker (after start): the gateway's own client, and
+   * the ready line. On the listen address itself: a broker bound to one LAN or IPv6 address is not
+   * reachable on 127.0.0.1.
+   */
   get url(): string {
-    return `mqtt://127.0.0.1:${this.port}`;
+    return listenUrl("mqtt", this.o.host ?? "127.0.0.1", this.port);
   }
 
   /** The credentials the gateway's own client must use (undefined: the broker has no users). */
@@ -98,7 +103,7 @@ export class EmbeddedBroker {
     this.broker = broker;
     this.server = server;
     this.port = (server.address() as AddressInfo).port;
-    this.log.info({ port: this.port, host: this.o.host ?? "127.0.0.1", users: this.users !== null }, "embedded MQTT broker listening");
+    this.log.info({ port: this.port, host: this.o.host ?? "127.0.0.1", url: this.url, users: this.users !== null }, "embedded MQTT broker listening");
   }
 
   async stop(): Promise<void> {

@@ -75,10 +75,20 @@ export function installAuth(app: FastifyInstance, s: Services): void {
   });
 }
 
+/**
+ * Retry-After of a 429 past a share of connections, whole seconds. A place in the share is freed
+ * only when the client closes one of its connections: the server closes none of them early (a held
+ * poll keeps its connection for the next one; an idle one lives fastify's keep-alive timeout,
+ * 72 s), but clients close their idle kept-alive connections after 4 s (undici's default
+ * keepAliveTimeout) or 5 s (Node's http.Agent). So 5 s is the first time a retry is likely to find
+ * room; a sooner one only opens another connection to be refused and closed.
+ */
+const CONNECTION_SHARE_RETRY_AFTER_S = 5;
+
 /** The 429 of a request past its credential's share of connections; the connection is closed after it. */
 function tooManyConnections(reply: FastifyReply, why: string): ServiceError {
   reply.raw.shouldKeepAlive = false;
-  return new ServiceError("RATE_LIMITED", `too many connections: ${why}; close one or retry later`);
+  return new ServiceError("RATE_LIMITED", `too many connections: ${why}; close one or retry later`, { retryAfterS: CONNECTION_SHARE_RETRY_AFTER_S });
 }
 
 export function userOf(request: FastifyRequest): UserPrincipal {

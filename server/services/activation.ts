@@ -68,21 +68,24 @@ export class Activation {
 
   /**
    * The two-legged flow: resolves with the token once claimed, or null when the hold ends. Throws
-   * 429 when `address` already holds its share of requests, or the server all it holds. While held,
+   * 429 when `address` already holds its share of requests, or the server all it holds, with a
+   * Retry-After of the hold's length (a place is freed by then at the latest). While held,
    * the request's `connection` (its socket) is not evicted at the connection cap: a block waiting
    * for its token has no credential to prove its connection with, and would otherwise be the first
    * reset (Limits.holdActivation); these holds are bounded by the two caps above instead.
    */
   async wait(nodeId: string, onAbort: (cancel: () => void) => void, address = "", connection?: object): Promise<string | null> {
     const o = this.limits.options;
+    // Every held request ends within holdMs (answered null, and asked again): a place is free by then.
+    const retryAfterS = Math.max(1, Math.ceil(this.options.holdMs / 1000));
     const mine = this.holdsByAddress.get(address) ?? 0;
     if (mine >= o.maxActivationHoldsPerAddress && this.limits.capped(address)) {
       this.limits.bit("activation_holds_per_address", { address, max: o.maxActivationHoldsPerAddress });
-      throw new ServiceError("RATE_LIMITED", `too many activation requests held from this address (limit ${o.maxActivationHoldsPerAddress}); ask again later`);
+      throw new ServiceError("RATE_LIMITED", `too many activation requests held from this address (limit ${o.maxActivationHoldsPerAddress}); ask again later`, { retryAfterS });
     }
     if (this.holds >= o.maxActivationHolds) {
       this.limits.bit("activation_holds", { address, max: o.maxActivationHolds });
-      throw new ServiceError("RATE_LIMITED", "too many activation requests held; ask again later");
+      throw new ServiceError("RATE_LIMITED", "too many activation requests held; ask again later", { retryAfterS });
     }
     this.holds++;
     this.holdsByAddress.set(address, mine + 1);

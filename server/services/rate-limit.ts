@@ -36,9 +36,15 @@ export class RateLimiter {
    */
   take(key: string): void {
     if (this.tryTake(key)) return;
-    const tokens = this.buckets.get(key)?.tokens ?? 0;
-    const retryAfterS = Math.max(1, Math.ceil((1 - tokens) / this.options.perSecond));
-    throw new ServiceError("RATE_LIMITED", "rate limit exceeded for this credential; slow down", { retryAfterS });
+    throw new ServiceError("RATE_LIMITED", "rate limit exceeded for this credential; slow down", { retryAfterS: this.retryAfterS(key) });
+  }
+
+  /** Whole seconds until the key's bucket holds a request again, at least 1 (for a refusal's Retry-After). */
+  retryAfterS(key: string): number {
+    const b = this.buckets.get(key);
+    const tokens = b ? Math.min(this.options.burst, b.tokens + (Math.max(0, this.clock() - b.at) / 1000) * this.options.perSecond) : this.options.burst;
+    // Rounded to the millisecond first, so that float noise (20.000000000000004 s) adds no second.
+    return Math.max(1, Math.ceil(Math.round(((1 - tokens) / this.options.perSecond) * 1000) / 1000));
   }
 
   /**

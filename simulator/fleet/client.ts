@@ -6,7 +6,7 @@
  */
 import { BlockClient, BlockClientError, type BlockClientOptions } from "../../protocol/block-client.js";
 import type { Command } from "../../protocol/payloads.js";
-import type { BlockTransport, TransportRequest, TransportResponse } from "../../protocol/transport.js";
+import { type BlockTransport, type TransportCallbacks, type TransportRequest, type TransportResponse, dispatchTo } from "../../protocol/transport.js";
 
 export type CallKind = "activate" | "uplink" | "poll" | "snapshot";
 
@@ -34,6 +34,8 @@ class SimLink implements BlockTransport {
   private lastLink: AbortController | null = null;
   /** The handlers of the uplink's calls on the current link. */
   private uplinkCalls: Handlers | null = null;
+  /** The counting callbacks of the last dispatch() (one caller's, on one link, for one kind). */
+  private counting: Counting | null = null;
 
   constructor(
     private readonly inner: BlockTransport,
@@ -56,20 +58,31 @@ class SimLink implements BlockTransport {
     return this.inner.send(r).then(h.ok, h.failed);
   }
 
+  /** send() without a promise (BlockTransport.dispatch): counted the same way. */
+  dispatch(r: TransportRequest, cb: TransportCallbacks): void {
+    if (this.cut) {
+      const kind = kindOf(r.url);
+      queueMicrotask(() => cb.failed(new Error(`${kind}: connection dropped (chaos)`)));
+      return;
+    }
+    const signal = this.link(r.signal).signal;
+    r.signal = signal;
+    // The same caller's next call: the same URL string (the client makes each once), link and callbacks.
+    let c = this.counting;
+    if (c === null || c.url !== r.url || c.cb !== cb || c.signal !== signal) c = this.counting = new Counting(r.url, kindOf(r.url), signal, cb, this.hooks);
+    dispatchTo(this.inner, r, c);
+  }
+
   /** What a call's answer or failure counts: a non-2xx answer, or a failure the link did not cause. */
   private handlers(kind: CallKind, signal: AbortSignal): Handlers {
     return {
       signal,
       ok: (res) => {
-        if (res.status < 200 || res.status >= 300) {
-          // A snapshot upload is not sent again: a refused one is lost, an error even when throttled.
-          if (res.status === 429 && kind !== "snapshot") this.hooks.throttled(kind);
-          else this.hooks.error(`${kind}_http_${res.status}`);
-        }
+        countAnswer(this.hooks, kind, res);
         return res;
       },
       failed: (err) => {
-        if (!signal.aborted) this.hooks.error(`${kind}_network`);
+        countFailure(this.hooks, kind, signal);
         throw err;
       },
     };
@@ -118,6 +131,40 @@ class SimLink implements BlockTransport {
     );
     return mine;
   }
+}
+
+/** dispatch()'s outcome, counted as send()'s handlers count it, then handed to the caller's callbacks. */
+class Counting implements TransportCallbacks {
+  constructor(
+    readonly url: string,
+    readonly kind: CallKind,
+    readonly signal: AbortSignal,
+    readonly cb: TransportCallbacks,
+    private readonly hooks: ClientHooks,
+  ) {}
+
+  answered(res: TransportResponse): void {
+    countAnswer(this.hooks, this.kind, res);
+    this.cb.answered(res);
+  }
+
+  failed(err: Error): void {
+    countFailure(this.hooks, this.kind, this.signal);
+    this.cb.failed(err);
+  }
+}
+
+/** A non-2xx answer is an error, or throttling for a call that is asked again. */
+function countAnswer(hooks: ClientHooks, kind: CallKind, res: TransportResponse): void {
+  if (res.status >= 200 && res.status < 300) return;
+  // A snapshot upload is not sent again: a refused one is lost, an error even when throttled.
+  if (res.status === 429 && kind !== "snapshot") hooks.throttled(kind);
+  else hooks.error(`${kind}_http_${res.status}`);
+}
+
+/** A failure is an error unless the link's own abort (a stop, a drop) caused it. */
+function countFailure(hooks: ClientHooks, kind: CallKind, signal: AbortSignal): void {
+  if (!signal.aborted) hooks.error(`${kind}_network`);
 }
 
 interface Handlers {

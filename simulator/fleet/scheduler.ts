@@ -12,6 +12,8 @@
  */
 
 export interface ScheduledJob {
+  /** The millisecond it is due, by the scheduler's clock. */
+  readonly due: number;
   cancel(): void;
 }
 
@@ -82,6 +84,11 @@ export class Scheduler {
     this.place(job);
     this.arm(job.due);
     return job;
+  }
+
+  /** Its clock's time (what `due` is measured in). */
+  now(): number {
+    return this.clock();
   }
 
   get size(): number {

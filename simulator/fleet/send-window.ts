@@ -113,6 +113,22 @@ export class FleetSendWindow implements SendWindow {
   take(signal: AbortSignal): Promise<boolean> {
     if (signal.aborted) return Promise.resolve(false);
     if (this.tryTake()) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => this.enqueue(signal, resolve));
+  }
+
+  /**
+   * take() without a promise: a slot handed over runs `then(true)` inside give() (a reading behind a
+   * full window then leaves in the turn its slot freed, without a promise and a microtask);
+   * otherwise `then` runs on a microtask.
+   */
+  wait(signal: AbortSignal, then: (took: boolean) => void): void {
+    if (signal.aborted) return queueMicrotask(() => then(false));
+    if (this.tryTake()) return queueMicrotask(() => then(true));
+    this.enqueue(signal, then);
+  }
+
+  /** Queues a wait for a slot; `resolve(false)` on a microtask if the signal aborts first. */
+  private enqueue(signal: AbortSignal, resolve: (took: boolean) => void): void {
     let w = this.bySignal.get(signal);
     if (!w) {
       signal.addEventListener(
@@ -125,7 +141,7 @@ export class FleetSendWindow implements SendWindow {
           this.live--;
           const resolve = aborted.resolve;
           aborted.resolve = served;
-          resolve(false);
+          queueMicrotask(() => resolve(false));
         },
         { once: true },
       );
@@ -135,13 +151,10 @@ export class FleetSendWindow implements SendWindow {
       w = { resolve: served, gone: true };
       this.bySignal.set(signal, w);
     }
-    const waiter = w;
-    return new Promise<boolean>((resolve) => {
-      waiter.resolve = resolve;
-      waiter.gone = false;
-      this.waiters.push(waiter);
-      this.live++;
-    });
+    w.resolve = resolve;
+    w.gone = false;
+    this.waiters.push(w);
+    this.live++;
   }
 
   give(): void {

@@ -13,7 +13,7 @@
  * instead, as do short calls to an https server in either case.
  */
 import { Agent } from "undici";
-import type { BlockTransport, TransportRequest, TransportResponse } from "../../protocol/transport.js";
+import { type BlockTransport, type TransportCallbacks, type TransportRequest, type TransportResponse, dispatchTo } from "../../protocol/transport.js";
 import { UndiciTransport } from "../../protocol/undici-transport.js";
 import { Http1Transport } from "../transport/http1-transport.js";
 import { HeldPool } from "./held-pool.js";
@@ -57,8 +57,17 @@ class Router implements BlockTransport {
   ) {}
 
   send(r: TransportRequest): Promise<TransportResponse> {
-    if (HELD.test(r.url)) return this.held.send(r);
-    return r.url.startsWith("http://") ? this.plain.send(r) : this.secure.send(r);
+    return this.to(r.url).send(r);
+  }
+
+  /** send() without a promise where the chosen transport dispatches (the readings' own client). */
+  dispatch(r: TransportRequest, cb: TransportCallbacks): void {
+    dispatchTo(this.to(r.url), r, cb);
+  }
+
+  private to(url: string): BlockTransport {
+    if (HELD.test(url)) return this.held;
+    return url.startsWith("http://") ? this.plain : this.secure;
   }
 
   async close(): Promise<void> {

@@ -2,37 +2,22 @@
  * One simulated block: a real BlockAgent (gateway/agent) whose hardware link is virtual. Sensors
  * submit generated readings to the agent as a serial or MQTT link would; actuators are a
  * CommandTarget that applies each command and reports the new value back as data, like hardware.
+ * Its devices and their fields are made in devices.ts, its readings rate kept in block-rate.ts.
  */
 import type { BlockTransport } from "../../protocol/transport.js";
 import { BlockAgent, type CommandTarget, type Reading, type SendWindow } from "../../gateway/agent/index.js";
-import { makeGuid } from "../../protocol/guid.js";
 import type { Command } from "../../protocol/payloads.js";
-import { type Generator, makeGenerator } from "../generators.js";
 import { cameraFrame } from "../jpeg.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Random } from "../random.js";
-import { type ResolvedDevice, portAt } from "../scenario/parse.js";
+import type { ResolvedDevice } from "../scenario/parse.js";
+import { BlockRate } from "./block-rate.js";
 import { SimBlockClient } from "./client.js";
+import { makeDevices, type SimDevice } from "./devices.js";
 import { MeasuredOutbox, SimTokenStore } from "./memory.js";
-import type { ScheduledJob, Scheduler } from "./scheduler.js";
+import type { Scheduler } from "./scheduler.js";
 
-export interface SimDevice {
-  /** `G_V_D` */
-  key: string;
-  guid: string;
-  G: string;
-  V: number;
-  D: number;
-  kind: "sensor" | "actuator" | "camera";
-  event: "data" | "heartbeat";
-  gen: Generator;
-  last: string | null;
-  job: ScheduledJob | null;
-  /** The last job object, scheduled again for the next reading (see Scheduler.after). */
-  spare: ScheduledJob | null;
-  /** The device's scheduled reading, made once (not a closure per reading). */
-  fire: (() => void) | null;
-}
+export type { SimDevice };
 
 export type BlockState = "waiting" | "activating" | "online" | "offline" | "paused" | "dropped" | "stopped";
 
@@ -54,30 +39,9 @@ export interface BlockContext {
   clock?: () => number;
 }
 
-/**
- * A block's readings per second over the last RATE_WINDOW seconds. A one-second count flickers
- * between 0 and twice the rate whenever the block's readings fall close to the second's edge (all
- * of them do after a pause and resume, which restarts the generators together).
- */
-export class BlockRate {
-  private readonly marks: number[] = [];
-  value = 0;
-
-  /** Called once a second with the block's running total. */
-  sample(total: number): void {
-    this.marks.push(total);
-    if (this.marks.length > RATE_WINDOW + 1) this.marks.shift();
-    const first = this.marks[0] as number;
-    const span = this.marks.length - 1;
-    this.value = span === 0 ? 0 : Math.round(((total - first) / span) * 10) / 10;
-  }
-}
-
-const RATE_WINDOW = 5;
-
 export class VirtualBlock implements CommandTarget {
   readonly name = "sim";
-  readonly devices = new Map<string, SimDevice>();
+  readonly devices: Map<string, SimDevice>;
   readonly agent: BlockAgent;
   private readonly client: SimBlockClient;
   private readonly outbox: MeasuredOutbox;
@@ -103,29 +67,8 @@ export class VirtualBlock implements CommandTarget {
     private readonly ctx: BlockContext,
   ) {
     const clock = ctx.clock ?? Date.now;
-    let cameraSize: { width: number; height: number } | null = null;
-    for (const spec of specs) {
-      if (spec.generator.kind === "camera") cameraSize = { width: spec.generator.width, height: spec.generator.height };
-      for (let k = 0; k < spec.count; k++) {
-        const G = portAt(spec.G, k);
-        const key = `${G}_${spec.V}_${spec.D}`;
-        const gk = spec.generator.kind;
-        this.devices.set(key, {
-          key,
-          guid: makeGuid({ node: nodeId, G, V: spec.V, D: spec.D }),
-          G,
-          V: spec.V,
-          D: spec.D,
-          kind: gk === "actuator" ? "actuator" : gk === "camera" ? "camera" : "sensor",
-          event: spec.event,
-          gen: makeGenerator(spec.generator, spec.rate, rng.child(`${nodeId}/${key}`)),
-          last: null,
-          job: null,
-          spare: null,
-          fire: null,
-        });
-      }
-    }
+    const { devices, cameraSize } = makeDevices(nodeId, specs, rng);
+    this.devices = devices;
     this.outbox = new MeasuredOutbox((entries, now) => {
       for (const e of entries) {
         // A PLUGIN announcement is not a reading: it is neither counted nor timed.
@@ -233,6 +176,8 @@ export class VirtualBlock implements CommandTarget {
   async pause(): Promise<void> {
     if (this.paused || !this.running) return;
     this.paused = true;
+    const now = this.ctx.scheduler.now();
+    for (const d of this.devices.values()) if (d.job !== null) d.held = Math.max(0, d.job.due - now);
     this.unschedule();
     await this.agent.stop();
   }
@@ -291,7 +236,10 @@ export class VirtualBlock implements CommandTarget {
   private error(kind: string): void {
     this.errors++;
     this.ctx.metrics.error(kind);
-    if (kind.startsWith("snapshot") && this.snapshotFailures++ === 0) this.ctx.log("error", `${this.nodeId}: camera snapshot upload failed (${kind})`);
+    if (kind.startsWith("snapshot") && this.snapshotFailures++ === 0) {
+      const where = this.ctx.streamUrl ? `to ${this.ctx.streamUrl}` : "without a stream URL";
+      this.ctx.log("error", `${this.nodeId}: camera snapshot upload ${where} failed (${kind}); give the server's stream_url with --stream`);
+    }
   }
 
   private schedule(): void {
@@ -299,7 +247,8 @@ export class VirtualBlock implements CommandTarget {
   }
 
   private next(d: SimDevice): void {
-    const delay = d.gen.nextDelay();
+    const delay = d.held ?? d.gen.nextDelay();
+    d.held = null;
     if (delay === null) return;
     d.fire ??= () => this.fire(d);
     d.job = this.ctx.scheduler.after(delay, d.fire, d.spare);

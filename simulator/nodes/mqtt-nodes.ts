@@ -8,25 +8,15 @@
  * live stream's data frame) and command PUT -> command at the node.
  */
 import { type MqttClient, connectAsync } from "mqtt";
-import WebSocket from "ws";
-import type { ApiClient } from "../../protocol/api-client.js";
-import { makeGuid } from "../../protocol/guid.js";
 import { commandTopic, parseNodePayload } from "../../protocol/mqtt-topics.js";
-import { parseStreamFrame, streamAddress } from "../../protocol/stream.js";
 import { Scheduler } from "../fleet/scheduler.js";
 import { type Generator, makeGenerator } from "../generators.js";
 import { Latency, type LatencySummary } from "../metrics/histogram.js";
 import { Random } from "../random.js";
 import { type LoadedScenario, portAt } from "../scenario/parse.js";
+import { EndToEnd, type NodesServer } from "./end-to-end.js";
 
-export interface NodesServer {
-  api: ApiClient;
-  /** The server's root (`{auth_url}`), for the live stream. */
-  authUrl: string;
-  token: string;
-  /** The node id of the gateway the nodes are behind: its devices are `<id>_<G>_<V>_<D>`. */
-  gatewayNodeId: string;
-}
+export type { NodesServer } from "./end-to-end.js";
 
 export interface MqttNodesOptions {
   url: string;
@@ -63,17 +53,13 @@ export class MqttNodes {
   private readonly devices: NodeDevice[][] = [];
   private readonly scheduler = new Scheduler();
   private readonly puback = new Latency();
-  private readonly visible = new Latency();
-  private readonly command = new Latency();
-  /** Publish times of readings not yet seen on the server, per GUID, oldest first. */
-  private readonly unseen = new Map<string, number[]>();
-  private readonly commandsAt = new Map<string, number>();
-  private stream: WebSocket | null = null;
-  private commandTimer: NodeJS.Timeout | undefined;
+  /** With a server: reading -> visible on it, command PUT -> node. */
+  private readonly e2e: EndToEnd | null;
   private stopped = false;
-  private readonly counts = { published: 0, pubacked: 0, errors: 0, commands_sent: 0, commands_received: 0 };
+  private readonly counts = { published: 0, pubacked: 0, errors: 0, commands_received: 0 };
 
   constructor(private readonly o: MqttNodesOptions) {
+    this.e2e = o.server ? new EndToEnd(o.server, (text) => this.error(text)) : null;
     const rng = new Random(o.scenario.seed);
     for (let n = 0; n < o.nodes; n++) {
       const list: NodeDevice[] = [];
@@ -93,12 +79,8 @@ export class MqttNodes {
     return this.devices.reduce((n, l) => n + l.length, 0);
   }
 
-  private guid(d: NodeDevice): string | null {
-    return this.o.server ? makeGuid({ node: this.o.server.gatewayNodeId, G: d.G, V: d.V, D: d.D }) : null;
-  }
-
   async start(): Promise<void> {
-    if (this.o.server) await this.follow(this.o.server);
+    await this.e2e?.start();
     for (let n = 0; n < this.o.nodes; n++) {
       const client = await connectAsync(this.o.url, { clientId: `blockkit-sim-node-${this.o.scenario.seed}-${n}`, clean: true, reconnectPeriod: 1000 });
       client.on("error", (err) => this.error(`node ${n}: ${err.message}`));
@@ -113,23 +95,10 @@ export class MqttNodes {
         this.next(client, d);
       }
     }
-    const rate = this.o.scenario.commands.rate;
-    const actuators = this.devices.flat().filter((d) => d.actuator);
-    if (this.o.server && rate > 0 && actuators.length > 0) {
-      const api = this.o.server.api;
-      const rng = new Random(this.o.scenario.seed).child("commands");
-      this.commandTimer = setInterval(() => {
-        const d = rng.pick(actuators);
-        const guid = this.guid(d) as string;
-        if (this.commandsAt.has(guid)) return;
-        const DA = d.value === "1" ? "0" : "1";
-        this.commandsAt.set(guid, Date.now());
-        this.counts.commands_sent++;
-        api.actuate(guid, DA).catch((err: unknown) => {
-          this.commandsAt.delete(guid);
-          this.error(`command to ${guid}: ${(err as Error).message}`);
-        });
-      }, 1000 / rate);
+    const e2e = this.e2e;
+    if (e2e) {
+      const actuators = this.devices.flat().filter((d) => d.actuator);
+      e2e.sendCommands(actuators.map((d) => ({ guid: e2e.guid(d), value: () => d.value })), this.o.scenario.commands.rate, this.o.scenario.seed);
     }
   }
 
@@ -145,12 +114,7 @@ export class MqttNodes {
 
   private reading(client: MqttClient, d: NodeDevice, value: string): void {
     d.value = value;
-    const guid = this.guid(d);
-    if (guid && this.stream) {
-      const q = this.unseen.get(guid) ?? [];
-      q.push(Date.now());
-      this.unseen.set(guid, q);
-    }
+    this.e2e?.sent(this.e2e.guid(d), value);
     this.publish(client, d, "data", value);
   }
 
@@ -173,38 +137,8 @@ export class MqttNodes {
     const value = parseNodePayload("data", payload);
     if (!d || value === null) return;
     this.counts.commands_received++;
-    const guid = this.guid(d);
-    const sentAt = guid ? this.commandsAt.get(guid) : undefined;
-    if (guid && sentAt !== undefined) {
-      this.command.record(Date.now() - sentAt);
-      this.commandsAt.delete(guid);
-    }
+    this.e2e?.arrived(this.e2e.guid(d));
     this.reading(client, d, value);
-  }
-
-  /** Follows the server's live stream: a data frame of one of the nodes' devices ends its oldest unseen reading. */
-  private follow(server: NodesServer): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const ws = new WebSocket(streamAddress(server.authUrl, { userToken: server.token }), { handshakeTimeout: 10_000 });
-      ws.once("open", () => {
-        this.stream = ws;
-        resolve();
-      });
-      ws.once("error", (err) => (this.stream ? this.error(`live stream: ${err.message}`) : reject(new Error(`live stream of ${server.authUrl}: ${err.message}`))));
-      ws.on("message", (data, binary) => {
-        if (binary) return;
-        let frame;
-        try {
-          frame = parseStreamFrame(String(data));
-        } catch {
-          return;
-        }
-        if (frame.type !== "data") return;
-        const q = this.unseen.get(frame.guid);
-        const at = q?.shift();
-        if (at !== undefined) this.visible.record(Date.now() - at);
-      });
-    });
   }
 
   private error(text: string): void {
@@ -217,15 +151,15 @@ export class MqttNodes {
       nodes: this.o.nodes,
       devices: this.deviceCount,
       ...this.counts,
-      latency_ms: { puback: this.puback.summary(), visible: this.visible.summary(), command: this.command.summary() },
+      commands_sent: this.e2e?.commandsSent ?? 0,
+      latency_ms: { puback: this.puback.summary(), visible: (this.e2e?.visible ?? new Latency()).summary(), command: (this.e2e?.command ?? new Latency()).summary() },
     };
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     this.scheduler.stop();
-    if (this.commandTimer) clearInterval(this.commandTimer);
+    this.e2e?.stop();
     await Promise.all(this.clients.map((c) => c.endAsync()));
-    this.stream?.close();
   }
 }

@@ -8,6 +8,8 @@
  * (bytes sent before would be lost, and with them the node's PLUGIN announcements).
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { type FSWatcher, readlinkSync, watch } from "node:fs";
+import { dirname } from "node:path";
 import { createInterface } from "node:readline";
 
 export interface PtyEnds {
@@ -50,10 +52,23 @@ export class PtyPair {
     return new Promise<PtyEnds>((resolve, reject) => {
       const ptys: string[] = [];
       const said: string[] = [];
-      const fail = (why: string): void => {
+      let settled = false;
+      let watcher: FSWatcher | null = null;
+      const settle = (): boolean => {
+        if (settled) return false;
+        settled = true;
         clearTimeout(timer);
+        watcher?.close();
+        proc.removeAllListeners("exit");
+        return true;
+      };
+      const fail = (why: string): void => {
+        if (!settle()) return;
         if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGTERM");
         reject(new Error(why));
+      };
+      const ready = (ends: PtyEnds): void => {
+        if (settle()) resolve(ends);
       };
       const timer = setTimeout(() => fail(`socat did not create a pseudo-terminal pair within ${this.o.timeoutMs ?? 5000} ms: ${said.join(" | ")}`), this.o.timeoutMs ?? 5000);
       proc.once("error", (err: NodeJS.ErrnoException) =>
@@ -69,9 +84,25 @@ export class PtyPair {
         const pty = / PTY is (\S+)/.exec(line);
         if (pty) ptys.push(pty[1] as string);
         if (pty && ptys.length === 2) {
-          clearTimeout(timer);
-          proc.removeAllListeners("exit");
-          resolve({ node: ptys[0] as string, gateway: this.o.link ?? (ptys[1] as string) });
+          const ends = { node: ptys[0] as string, gateway: this.o.link ?? (ptys[1] as string) };
+          const link = this.o.link;
+          if (link === undefined) {
+            ready(ends);
+            return;
+          }
+          // socat names both ptys before it makes the link (xio-pty.c): a gateway handed the link at
+          // once could find no such file. Ready once the link points at the gateway's pty.
+          const made = (): boolean => {
+            try {
+              return readlinkSync(link) === ptys[1];
+            } catch {
+              return false;
+            }
+          };
+          watcher = watch(dirname(link), () => {
+            if (made()) ready(ends);
+          }).on("error", (err) => fail(`watching ${dirname(link)} for socat's link: ${err.message}`));
+          if (made()) ready(ends);
         }
         if (/starting data transfer loop/.test(line)) this.openedResolve();
       });

@@ -4,6 +4,7 @@
  */
 import { isNodeId } from "../../protocol/guid.js";
 import { readFileSync } from "node:fs";
+import { ValueErrorType } from "@sinclair/typebox/errors";
 import { Value } from "@sinclair/typebox/value";
 import { parse as parseYaml } from "yaml";
 import { D as KNOWN_D, deviceType } from "../../protocol/device-types.js";
@@ -53,8 +54,31 @@ function pointer(path: string): string {
   return path === "" ? "(root)" : path.replace(/^\//, "").replace(/\//g, ".");
 }
 
+/** What a schema of the scenario asks for, in words: "a number", "one of drop, pause, burst". */
+function expected(schema: { type?: unknown; anyOf?: { const?: unknown }[] }): string | null {
+  const choices = schema.anyOf?.map((s) => s.const);
+  if (choices && choices.length > 0 && choices.every((c) => typeof c === "string" || typeof c === "number")) return `one of ${choices.join(", ")}`;
+  const type = { number: "a number", integer: "a whole number", string: "a string", boolean: "true or false", array: "a list", object: "a mapping" }[String(schema.type)];
+  return type ?? null;
+}
+
+/**
+ * The schema's problems, one a path: TypeBox reports a missing property twice (required, then the
+ * type of undefined) and a value outside a set of words as "Expected union value", which names
+ * neither the words nor the value.
+ */
 function schemaProblems(schema: Parameters<typeof Value.Errors>[0], value: unknown, prefix: string): string[] {
-  return [...Value.Errors(schema, value)].map((e) => `${pointer(prefix + e.path)}: ${e.message}`);
+  const byPath = new Map<string, string>();
+  for (const e of Value.Errors(schema, value)) {
+    const path = pointer(prefix + e.path);
+    if (byPath.has(path)) continue;
+    const want = expected(e.schema as Parameters<typeof expected>[0]);
+    let message = e.message;
+    if (e.type === ValueErrorType.ObjectRequiredProperty) message = want ? `required, ${want}` : "required";
+    else if (e.type === ValueErrorType.Union && want?.startsWith("one of ")) message = `must be ${want} (got ${JSON.stringify(e.value)})`;
+    byPath.set(path, `${path}: ${message}`);
+  }
+  return [...byPath.values()];
 }
 
 function resolveDevice(d: DeviceSpec, i: number, problems: string[]): ResolvedDevice | null {
@@ -95,14 +119,21 @@ export function validateScenario(doc: unknown): LoadedScenario {
   // a schema error and an unknown device type shows both (not the second after the first is fixed).
   const problems = schemaProblems(ScenarioSchema, withDefaults, "");
   const devices: ResolvedDevice[] = [];
+  // Each resolved device's index in the file, for the paths of the checks below: entries refused
+  // above are not in `devices`, so its own index would name the wrong entry.
+  const at: number[] = [];
   const specs = Array.isArray(withDefaults.devices) ? withDefaults.devices : [];
   specs.forEach((d, i) => {
     if (d === null || typeof d !== "object" || typeof d.type !== "string") return;
     const r = resolveDevice(d, i, problems);
-    if (r) devices.push(r);
+    if (r) {
+      devices.push(r);
+      at.push(i);
+    }
   });
   const ports = new Set<string>();
-  devices.forEach((d, i) => {
+  devices.forEach((d, j) => {
+    const i = at[j] as number;
     const count = Number.isInteger(d.count) && d.count > 0 ? Math.min(d.count, 1000) : 1;
     for (let k = 0; k < count; k++) {
       const key = `${portAt(d.G, k)}_${d.V}_${d.D}`;

@@ -23,8 +23,8 @@
  * other (a snapshot upload) fails, and the simulator counts the failure.
  */
 import { abortReason } from "../../protocol/abort-watch.js";
-import type { BlockTransport, TransportRequest, TransportResponse } from "../../protocol/transport.js";
-import { Exchange } from "./exchange.js";
+import type { BlockTransport, TransportCallbacks, TransportRequest, TransportResponse } from "../../protocol/transport.js";
+import { Exchange, requestHead } from "./exchange.js";
 import { OriginPool } from "./pool.js";
 
 export interface Http1TransportOptions {
@@ -40,9 +40,38 @@ export interface Http1TransportOptions {
 
 /** How often deadlines and idle connections are checked, ms. */
 const SWEEP_MS = 100;
+/** URLs whose route is kept (a fleet's blocks have a few each); past it the routes are made anew. */
+const MAX_ROUTES = 100_000;
+
+/**
+ * Where a URL goes: its origin's pool and its path, and the head of its last request (a block sends
+ * the same method and headers object call after call). Kept per URL string: a block client makes
+ * each of its URLs once, so the lookup hashes no new string, and a reading costs no URL cutting,
+ * no origin lookup and no head written anew.
+ */
+class Route {
+  private method = "";
+  private headers: Record<string, string> | null = null;
+  private head = "";
+
+  constructor(
+    readonly pool: OriginPool,
+    readonly path: string,
+  ) {}
+
+  headFor(method: string, headers: Record<string, string>): string {
+    if (headers !== this.headers || method !== this.method) {
+      this.head = requestHead(method, this.path, this.pool.hostHeader, headers);
+      this.headers = headers;
+      this.method = method;
+    }
+    return this.head;
+  }
+}
 
 export class Http1Transport implements BlockTransport {
   private readonly origins = new Map<string, OriginPool>();
+  private readonly routes = new Map<string, Route>();
   private readonly connections: number;
   private readonly pipelining: number;
   private readonly maxQueue: number;
@@ -62,24 +91,42 @@ export class Http1Transport implements BlockTransport {
   }
 
   send(r: TransportRequest): Promise<TransportResponse> {
-    return new Promise<TransportResponse>((resolve, reject) => {
-      if (r.signal?.aborted) return reject(abortReason(r.signal));
-      if (this.closed) return reject(new Error("the transport is closed"));
-      if (!r.url.startsWith("http://")) return reject(new TypeError(`Http1Transport speaks plain http only, not ${r.url}`));
-      const cut = r.url.indexOf("/", 7);
-      const origin = cut < 0 ? r.url : r.url.slice(0, cut);
-      let pool = this.origins.get(origin);
+    return new Promise<TransportResponse>((resolve, reject) => this.dispatch(r, { answered: resolve, failed: reject }));
+  }
+
+  /** send() without a promise (see BlockTransport): a failure before the request leaves is reported on a microtask. */
+  dispatch(r: TransportRequest, cb: TransportCallbacks): void {
+    let err: Error | null = null;
+    if (this.closed) err = new Error("the transport is closed");
+    else {
       try {
-        if (!pool) {
-          pool = new OriginPool(origin, this.connections, this.pipelining, this.maxQueue, this.idleTimeoutMs);
-          this.origins.set(origin, pool);
-          this.sweeper ??= setInterval(() => this.sweep(), SWEEP_MS).unref();
-        }
-        pool.submit(new Exchange(r, cut < 0 ? "/" : r.url.slice(cut), pool.hostHeader, resolve, reject));
-      } catch (err) {
-        reject(err as Error);
+        const route = this.routes.get(r.url) ?? this.route(r.url);
+        const x = new Exchange(r, route.headFor(r.method, r.headers), cb);
+        if (!x.abortedAtStart) return route.pool.submit(x);
+        err = abortReason(r.signal as AbortSignal);
+      } catch (e) {
+        err = e as Error;
       }
-    });
+    }
+    const failure = err;
+    queueMicrotask(() => cb.failed(failure));
+  }
+
+  /** A URL's route, made and kept; throws a TypeError for a URL that is not plain http. */
+  private route(url: string): Route {
+    if (!url.startsWith("http://")) throw new TypeError(`Http1Transport speaks plain http only, not ${url}`);
+    const cut = url.indexOf("/", 7);
+    const origin = cut < 0 ? url : url.slice(0, cut);
+    let pool = this.origins.get(origin);
+    if (!pool) {
+      pool = new OriginPool(origin, this.connections, this.pipelining, this.maxQueue, this.idleTimeoutMs);
+      this.origins.set(origin, pool);
+      this.sweeper ??= setInterval(() => this.sweep(), SWEEP_MS).unref();
+    }
+    const route = new Route(pool, cut < 0 ? "/" : url.slice(cut));
+    if (this.routes.size >= MAX_ROUTES) this.routes.clear();
+    this.routes.set(url, route);
+    return route;
   }
 
   /** Refuses new calls, lets those in flight or waiting finish, and closes the connections. */
@@ -97,6 +144,7 @@ export class Http1Transport implements BlockTransport {
     const err = new Error("the transport is closed");
     for (const pool of this.origins.values()) pool.destroy(err);
     this.origins.clear();
+    this.routes.clear();
   }
 
   /** Counters for tests: connections opened and open now, calls waiting. */

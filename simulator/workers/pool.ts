@@ -9,6 +9,7 @@ import type { CleanupResult } from "../cleanup.js";
 import { EventLog, type LogEntry } from "../event-log.js";
 import { type MergedReport, mergeReports } from "../merge.js";
 import type { FleetPart, Report } from "../report.js";
+import type { RunPhase } from "../runner.js";
 import { mergeStatus, type RunStatus } from "../status.js";
 import { type BlockRow, type SortKey, type ViewSource, viewOf } from "../tui/view.js";
 import type { CoordinatorMessage, WorkerMessage } from "./messages.js";
@@ -108,6 +109,11 @@ export class WorkerPool {
     const done = this.workers.map((w) => w.cleanup).filter((c): c is CleanupResult => c !== null);
     if (done.length === 0) return null;
     return { blocks: done.reduce((n, c) => n + c.blocks, 0), callbacks: done.reduce((n, c) => n + c.callbacks, 0), failed: done.flatMap((c) => c.failed) };
+  }
+
+  /** Each worker's phase as it last reported it ("starting" before its first report). */
+  phases(): RunPhase[] {
+    return this.workers.map((w) => w.state?.status.phase ?? "starting");
   }
 
   status(): RunStatus {

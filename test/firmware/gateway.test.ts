@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, type LiveServer, startLive } from "../helpers/live.js";
 import { waitFor } from "../helpers/wait.js";
 import { tempDir } from "../gateway/helpers.js";
-import { type CliProcess, freePort, spawnCli, stopProcess } from "../helpers/process.js";
+import { type CliProcess, spawnCli, stopProcess } from "../helpers/process.js";
+import { waitForGatewayReady } from "../gateway/gateway-process.js";
 import { SimBoard, frame } from "./sim-board.js";
 
 const NODE = `FIRMWARE${randomBytes(4).toString("hex").toUpperCase()}`;
@@ -31,11 +32,11 @@ async function startGateway(): Promise<CliProcess> {
       "--state-dir", join(dir, "state"),
       "--serial", board.pty,
       "--record", join(dir, "frames.jsonl"),
-      "--health-port", String(await freePort()),
+      "--health-port", "0",
     ],
     { BLOCKKIT_LOG_LEVEL: "warn" },
   );
-  await p.waitForLine(/blockkit gateway ready/, 20_000);
+  await waitForGatewayReady(p);
   return p;
 }
 

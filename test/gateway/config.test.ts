@@ -85,6 +85,9 @@ describe("gateway config", () => {
     expect(c.mqtt?.url).toBeUndefined();
     expect(c.serial[0]).toMatchObject({ path: "/dev/ttyUSB0", baud: 115200 });
     expect(problems(() => loadConfig({ file, env: { BLOCKKIT_HEALTH_PORT: "abc" } }))).toContain('BLOCKKIT_HEALTH_PORT: "abc" is not a whole number');
+    // Port 0: the system picks one, and the gateway names it when ready (docs/gateway.md "Ports").
+    const zero = loadConfig({ file, env: { BLOCKKIT_MQTT_LISTEN: "0", BLOCKKIT_HEALTH_PORT: "0" } });
+    expect([zero.mqtt?.listen, zero.health.port]).toEqual([0, 0]);
   });
 
   it("`blockkit gateway --check` exits 0 on a good config and 2 listing the problems on a bad one", async () => {

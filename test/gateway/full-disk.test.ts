@@ -16,7 +16,6 @@ import { loadConfig } from "../../gateway/daemon/config.js";
 import { Gateway } from "../../gateway/daemon/gateway.js";
 import { SmallFs } from "../helpers/small-fs.js";
 import { ADMIN_TOKEN, type LiveServer, startLive } from "../helpers/live.js";
-import { freePort } from "../helpers/process.js";
 import { waitFor } from "../helpers/wait.js";
 
 const MiB = 2 ** 20;
@@ -91,23 +90,24 @@ describe("SQLite outbox on a small filesystem", () => {
 describe("gateway daemon with its state dir on a full disk", () => {
   it("stays up, PUBACKs only stored readings, says degraded, keeps replaying, and takes readings again", async () => {
     const fs = mount(12 * MiB);
-    const port = await freePort();
-    const config = loadConfig({
-      flags: { server: `http://127.0.0.1:${port}`, nodeId: "FULLDISK0001", userToken: ADMIN_TOKEN, stateDir: join(fs.dir, "state"), mqttListen: 0, healthPort: 0, logLevel: "silent" },
-      env: {},
-    });
     // Activated against a live server first, which then goes away: the uplink's backoff stays short
     // (activation against a server that was never there backs off for longer on a loaded machine).
-    let srv: LiveServer = await startLive({ port });
+    // On a port the kernel picks; it comes back on the same one, the gateway's configured server.
+    let srv: LiveServer = await startLive();
     const srvDir = srv.dir;
+    const port = Number(new URL(srv.authUrl).port);
     cleanup.push(() => srv.close());
+    const config = loadConfig({
+      flags: { server: srv.authUrl, nodeId: "FULLDISK0001", userToken: ADMIN_TOKEN, stateDir: join(fs.dir, "state"), mqttListen: 0, healthPort: 0, logLevel: "silent" },
+      env: {},
+    });
     const gw = new Gateway({ ...config, mqtt: { ...config.mqtt, listenHost: "127.0.0.1" }, outbox: { ...config.outbox, reserveBytes: 2 * MiB } } as typeof config);
     await gw.start();
     cleanup.push(() => gw.stop());
     await waitFor("gateway online", () => gw.agent.currentState === "online");
     await srv.close({ keepDir: true });
     const health = async (): Promise<{ status: string; outbox: { rows: number; full: boolean; refused: number } }> =>
-      (await (await request(`http://127.0.0.1:${gw.health?.port}/healthz`)).body.json()) as never;
+      (await (await request(`${gw.health?.url}/healthz`)).body.json()) as never;
 
     const node = await mqtt.connectAsync(gw.broker?.url ?? "", { clientId: "fulldisk-node", reconnectPeriod: 100 });
     cleanup.push(() => node.endAsync(true));
@@ -123,7 +123,7 @@ describe("gateway daemon with its state dir on a full disk", () => {
     });
     expect(h).toMatchObject({ status: "degraded", outbox: { rows: 5, full: true } });
     expect(acked).toBe(false);
-    const metrics = await (await request(`http://127.0.0.1:${gw.health?.port}/metrics`)).body.text();
+    const metrics = await (await request(`${gw.health?.url}/metrics`)).body.text();
     expect(metrics).toMatch(/blockkit_gateway_outbox_full 1/);
     expect(metrics).toMatch(/blockkit_gateway_readings_refused_total [1-9]/);
 

@@ -11,21 +11,26 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadConfig } from "../../gateway/daemon/config.js";
 import { Gateway } from "../../gateway/daemon/gateway.js";
 import { StartCancelled, StopError } from "../../protocol/lifecycle.js";
-import { freePort } from "../helpers/process.js";
+import { unreachableServer } from "../helpers/process.js";
 import { tempDir } from "./helpers.js";
 
 const dirs: string[] = [];
 const busy: Server[] = [];
+const unreachable: { close(): Promise<void> }[] = [];
 afterEach(async () => {
   for (const s of busy.splice(0)) await new Promise((done) => s.close(done));
+  for (const u of unreachable.splice(0)) await u.close();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
+/** A gateway whose server is unreachable; its listeners on ports the kernel picks unless given. */
 async function newGateway(flags: { mqttListen?: number; healthPort?: number }) {
   const stateDir = tempDir("gw-lifecycle");
   dirs.push(stateDir);
+  const server = await unreachableServer();
+  unreachable.push(server);
   const config = loadConfig({
-    flags: { server: `http://127.0.0.1:${await freePort()}`, nodeId: "LIFECYCLE0001", stateDir, healthPort: flags.healthPort ?? 0, mqttListen: flags.mqttListen, logLevel: "info" },
+    flags: { server: server.url, nodeId: "LIFECYCLE0001", stateDir, healthPort: flags.healthPort ?? 0, mqttListen: flags.mqttListen, logLevel: "info" },
     env: {},
   });
   const lines: { msg: string; part?: string; failed?: string[] }[] = [];
@@ -64,9 +69,10 @@ const refused = (port: number): Promise<boolean> =>
 
 describe("gateway lifecycle", () => {
   it("a link whose stop throws: the broker and the outbox still close, the error is named, `stopped` logged", async () => {
-    const mqttPort = await freePort();
-    const { gw, stateDir, lines } = await newGateway({ mqttListen: mqttPort });
+    const { gw, stateDir, lines } = await newGateway({ mqttListen: 0 });
     await gw.start();
+    const mqttPort = gw.broker?.port ?? 0;
+    expect(mqttPort).toBeGreaterThan(0);
     expect(openOutbox(stateDir).length).toBeGreaterThan(0);
     const link = gw.links[0];
     if (!link) throw new Error("no MQTT link");
@@ -98,7 +104,7 @@ describe("gateway lifecycle", () => {
   });
 
   it("stop() during start cancels it: start() rejects with StartCancelled, the outbox is closed, `stopped` logged", async () => {
-    const { gw, stateDir, lines } = await newGateway({ mqttListen: await freePort() });
+    const { gw, stateDir, lines } = await newGateway({ mqttListen: 0 });
     const starting = gw.start();
     await gw.stop();
     await expect(starting).rejects.toBeInstanceOf(StartCancelled);

@@ -9,7 +9,6 @@ import { join } from "node:path";
 import mqtt, { type MqttClient } from "mqtt";
 import { afterAll, expect, it } from "vitest";
 import { ADMIN_TOKEN, type LiveServer, startLive } from "../helpers/live.js";
-import { freePort } from "../helpers/process.js";
 import { waitFor } from "../helpers/wait.js";
 import { tempDir } from "./helpers.js";
 import { GatewayProcess } from "./gateway-process.js";
@@ -48,7 +47,7 @@ it("stores every reading exactly once across a server outage, a SIGKILL and a re
     "--mqtt-url", "mqtt://127.0.0.1:1883",
     "--mqtt-prefix", prefix,
   ];
-  gw = new GatewayProcess(args, await freePort());
+  gw = new GatewayProcess(args);
   await gw.start();
   node = await mqtt.connectAsync("mqtt://127.0.0.1:1883", { clientId: `node-${prefix}` });
   await waitFor("gateway online with its MQTT link", async () => {

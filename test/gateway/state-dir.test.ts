@@ -4,11 +4,13 @@ import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { loadConfig } from "../../gateway/daemon/config.js";
 import { Gateway } from "../../gateway/daemon/gateway.js";
-import { freePort } from "../helpers/process.js";
+import { unreachableServer } from "../helpers/process.js";
 import { tempDir } from "./helpers.js";
 
 const dirs: string[] = [];
-afterEach(() => {
+const unreachable: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  for (const u of unreachable.splice(0)) await u.close();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
@@ -17,8 +19,10 @@ it("tightens a state dir readable by others and creates the outbox 0600", async 
   dirs.push(dir);
   const stateDir = join(dir, "state");
   mkdirSync(stateDir, { mode: 0o755 });
+  const server = await unreachableServer();
+  unreachable.push(server);
   const config = loadConfig({
-    flags: { server: `http://127.0.0.1:${await freePort()}`, nodeId: "STATEMODES01", stateDir, healthPort: 0, logLevel: "silent" },
+    flags: { server: server.url, nodeId: "STATEMODES01", stateDir, healthPort: 0, logLevel: "silent" },
     env: {},
   });
   const gw = new Gateway(config);

@@ -9,7 +9,7 @@ import { BlockAgent } from "../../gateway/agent/agent.js";
 import { MemoryOutbox, MemoryTokenStore } from "../../gateway/agent/memory.js";
 import type { OutboxEntry } from "../../gateway/agent/types.js";
 import { FleetSendWindow } from "../../simulator/fleet/send-window.js";
-import { type BlockClient, BlockClientError, type WireReading } from "../../protocol/block-client.js";
+import { type BlockClient, BlockClientError, type PostCallbacks, type WireReading } from "../../protocol/block-client.js";
 
 interface Call {
   kind: "data" | "heartbeat";
@@ -34,6 +34,13 @@ function fakeClient(): { client: BlockClient; calls: Call[] } {
     commands: (_t: string, signal?: AbortSignal) => new Promise((_ok, fail) => signal?.addEventListener("abort", () => fail(new Error("aborted")), { once: true })),
     data: (_t: string, r: WireReading, signal?: AbortSignal) => call("data", [r], signal),
     heartbeat: (_t: string, rs: WireReading[], signal?: AbortSignal) => call("heartbeat", rs, signal),
+    // The lean path's calls, by callbacks as the real client's (never in the caller's turn).
+    dataTo: (_t: string, r: WireReading, signal: AbortSignal | undefined, done: PostCallbacks) => {
+      call("data", [r], signal).then(() => done.posted(), (err: unknown) => done.postFailed(err as BlockClientError));
+    },
+    heartbeatTo: (_t: string, rs: WireReading[], signal: AbortSignal | undefined, done: PostCallbacks) => {
+      call("heartbeat", rs, signal).then(() => done.posted(), (err: unknown) => done.postFailed(err as BlockClientError));
+    },
     config: () => Promise.resolve(),
   } as unknown as BlockClient;
   return { client, calls };

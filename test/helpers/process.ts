@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { createServer } from "node:net";
+import { type AddressInfo, type Socket, createServer } from "node:net";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
@@ -22,6 +22,30 @@ export async function freePort(host = "127.0.0.1"): Promise<number> {
   await new Promise<void>((done) => srv.close(() => done()));
   if (!port) throw new Error("could not find a free port");
   return port;
+}
+
+/**
+ * A server address where nothing answers, held until close(): a listener on a port the kernel picks
+ * that resets every connection, for a program that must find its server unreachable. A port found
+ * free and closed again (freePort) could be bound by another test meanwhile, which would answer.
+ */
+export async function unreachableServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const srv = createServer((s) => {
+    sockets.add(s);
+    s.once("close", () => sockets.delete(s));
+    s.resetAndDestroy();
+  });
+  srv.listen(0, "127.0.0.1");
+  await once(srv, "listening");
+  return {
+    url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((done) => {
+        for (const s of sockets) s.destroy();
+        srv.close(() => done());
+      }),
+  };
 }
 
 export interface CliProcess {

@@ -60,7 +60,7 @@ export function openStream(url: string, headers: Record<string, string> = {}, op
     ws.once("unexpected-response", (_req, res) => {
       let body = "";
       res.on("data", (c: Buffer) => (body += String(c)));
-      res.on("end", () => reject(Object.assign(new Error(`refused: ${res.statusCode} ${body}`), { status: res.statusCode, body })));
+      res.on("end", () => reject(Object.assign(new Error(`refused: ${res.statusCode} ${body}`), { status: res.statusCode, body, headers: res.headers })));
     });
   });
 }

@@ -1,4 +1,5 @@
 /** The live stream at the protocol level: auth, frames, isolation, filter, caps, pings, slow consumers. */
+import type { IncomingHttpHeaders } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type StreamFrame, streamAddress } from "../../protocol/stream.js";
 import { SESSION_COOKIE } from "../../server/services/accounts/sessions.js";
@@ -17,11 +18,11 @@ async function open(url: string, headers?: Record<string, string>, options?: Par
   return c;
 }
 
-async function refused(url: string, headers?: Record<string, string>): Promise<{ status: number; body: string }> {
+async function refused(url: string, headers?: Record<string, string>): Promise<{ status: number; body: string; headers: IncomingHttpHeaders }> {
   try {
     await open(url, headers);
   } catch (err) {
-    return err as { status: number; body: string };
+    return err as { status: number; body: string; headers: IncomingHttpHeaders };
   }
   throw new Error("the stream opened");
 }
@@ -76,11 +77,14 @@ describe("live stream: credentials", () => {
     }
   });
 
-  it("caps the sockets of one user (429 before the upgrade) and answers a bad guid filter with 400", async () => {
+  it("caps the sockets of one user (429 with Retry-After before the upgrade) and answers a bad guid filter with 400", async () => {
     const u = await userWithBlock("STREAMCAP");
     const url = streamAddress(authUrl, { userToken: u.token });
     const open3 = await Promise.all([open(url), open(url), open(url)]);
-    expect((await refused(url)).status).toBe(429);
+    const over = await refused(url);
+    expect(over.status).toBe(429);
+    // Retry-After: one ping interval (100 ms here, so the 1 s floor), within which a vanished client's socket is closed.
+    expect(over.headers["retry-after"]).toBe("1");
     await open3[0]?.close();
     await expect.poll(() => t.server.services.stream.sockets, { timeout: 2000 }).toBeLessThan(clientsOpen());
     await open(url);

@@ -185,13 +185,14 @@ describe("blockkit sim against a real server", () => {
     const run = await sim(["--server", baseUrl, "--token", TOKEN, "--scenario", scenario]);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('devices.0.type: unknown device type "toaster"');
-    expect(run.stderr).toMatch(/devices\.1\.generator\.period_s: Expected required property/);
+    expect(run.stderr).toMatch(/devices\.1\.generator\.period_s: required, a number/);
     expect(run.stderr).toMatch(/thresholds\.0: unknown metric "p99"/);
   });
 
-  it("Ctrl-C with --cleanup ends the run, prints the summary and unpairs the fleet", { timeout: 60_000 }, async () => {
+  it("Ctrl-C with --cleanup ends the run, prints the summary, writes the report, unpairs the fleet, and exits 130", { timeout: 60_000 }, async () => {
     let sent = false;
-    const run = await sim(["--headless", "--blocks", "5", "--devices", "2", "--duration", "60", "--seed", "77", "--cleanup", "--progress", "0.5", "--drain", "3"], {
+    const reportFile = join(dir, "interrupted.json");
+    const run = await sim(["--headless", "--blocks", "5", "--devices", "2", "--duration", "60", "--seed", "77", "--cleanup", "--progress", "0.5", "--drain", "3", "--report", reportFile], {
       env: { ...process.env, BLOCKKIT_SERVER: baseUrl, BLOCKKIT_TOKEN: TOKEN },
       onStderr: (text, child) => {
         // The terminal's Ctrl-C reaches the whole process group (the respawning parent and its child).
@@ -202,13 +203,34 @@ describe("blockkit sim against a real server", () => {
       },
     });
     expect(sent).toBe(true);
-    expect(run.code, run.stderr).toBe(0);
+    // Interrupted is not a pass, though its thresholds (none broken) would say so. Before: exit 0.
+    expect(run.code, run.stderr).toBe(130);
     expect(run.stderr).toMatch(/blocks 5\/5 activated, events \d+\/\d+ acked/);
+    expect(run.stderr).toMatch(/interrupted \(SIGINT\) after [\d.]+ of 60 s measured: not a pass, exit 130/);
+    expect((JSON.parse(readFileSync(reportFile, "utf8")) as Report).passed).toBe(true);
     expect(run.stderr).toContain("cleanup: 5 blocks unpaired, 0 callbacks removed");
     expect(Object.keys(await api.blocks()).filter((n) => n.startsWith("SIM77N"))).toEqual([]);
   });
 
-  it("SIGTERM repeated to the whole group (as `timeout` sends it) ends a --workers 2 run once, with the summary", { timeout: 60_000 }, async () => {
+  it("a Ctrl-C during the drain cuts nothing short: the thresholds decide the exit code", { timeout: 60_000 }, async () => {
+    let sent = false;
+    // Callback devices make the drain wait 1.5 s for their deliveries: progress lines say [draining] meanwhile.
+    const run = await sim(["--headless", "--blocks", "2", "--devices", "2", "--duration", "2", "--seed", "80", "--callbacks", "2", "--progress", "0.2", "--cleanup"], {
+      env: { ...process.env, BLOCKKIT_SERVER: baseUrl, BLOCKKIT_TOKEN: TOKEN },
+      onStderr: (text, child) => {
+        if (!sent && /^\[draining\] /m.test(text) && child.pid) {
+          sent = true;
+          process.kill(-child.pid, "SIGINT");
+        }
+      },
+    });
+    expect(sent).toBe(true);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).not.toContain("interrupted");
+    expect(run.stderr).toContain("cleanup: 2 blocks unpaired");
+  });
+
+  it("SIGTERM repeated to the whole group (as `timeout` sends it) ends a --workers 2 run once, with the summary, exit 143", { timeout: 60_000 }, async () => {
     let sent = false;
     const run = await sim(["--headless", "--blocks", "6", "--devices", "1", "--duration", "60", "--seed", "79", "--workers", "2", "--progress", "0.5", "--drain", "3"], {
       env: { ...process.env, BLOCKKIT_SERVER: baseUrl, BLOCKKIT_TOKEN: TOKEN },
@@ -221,9 +243,52 @@ describe("blockkit sim against a real server", () => {
       },
     });
     expect(sent).toBe(true);
-    expect(run.code, run.stderr).toBe(0);
+    // 128 + SIGTERM's 15, as for a Ctrl-C (130): the run did not reach its end. Before: exit 0.
+    expect(run.code, run.stderr).toBe(143);
     expect(run.stderr).toMatch(/blocks 6\/6 activated, events \d+\/\d+ acked/);
+    expect(run.stderr).toContain("interrupted (SIGTERM)");
     expect(run.stderr).not.toContain("IPC channel is already disconnected");
+  });
+
+  // A signal before start() returned used to reach nothing that could take it (the runner's run loop,
+  // the workers' message listeners, not there yet): the run went on to its end, or failed (exit 3).
+  it("SIGINT during a --workers 2 start-up ends the run at once, exit 130", { timeout: 60_000 }, async () => {
+    let sent = false;
+    const run = await sim(["--headless", "--blocks", "4", "--devices", "1", "--duration", "60", "--seed", "81", "--workers", "2", "--cleanup", "--drain", "3"], {
+      timeoutMs: 30_000,
+      env: { ...process.env, BLOCKKIT_SERVER: baseUrl, BLOCKKIT_TOKEN: TOKEN },
+      onStderr: (text, child) => {
+        if (!sent && /^starting: 4 blocks in 2 worker processes$/m.test(text) && child.pid) {
+          sent = true;
+          process.kill(-child.pid, "SIGINT");
+        }
+      },
+    });
+    expect(sent).toBe(true);
+    expect(run.code, run.stderr).toBe(130);
+    expect(run.stderr).toMatch(/interrupted \(SIGINT\) during start-up/);
+    expect(Object.keys(await api.blocks()).filter((n) => n.startsWith("SIM81N"))).toEqual([]);
+  });
+
+  it("SIGTERM during a slow ramp stops what started, cleans up, and exits 143", { timeout: 60_000 }, async () => {
+    let sent = false;
+    const scenario = join(dir, "slow-ramp.yaml");
+    writeFileSync(scenario, "blocks: { count: 3 }\ndevices: [{ type: temperature, rate: 1 }]\nramp_up: { blocks_per_s: 0.2 }\n");
+    const run = await sim(["--headless", "--scenario", scenario, "--duration", "60", "--seed", "82", "--workers", "1", "--cleanup", "--drain", "3"], {
+      timeoutMs: 30_000,
+      env: { ...process.env, BLOCKKIT_SERVER: baseUrl, BLOCKKIT_TOKEN: TOKEN },
+      onStderr: (text, child) => {
+        if (!sent && /^starting: 3 blocks$/m.test(text) && child.pid) {
+          sent = true;
+          process.kill(child.pid, "SIGTERM");
+        }
+      },
+    });
+    expect(sent).toBe(true);
+    expect(run.code, run.stderr).toBe(143);
+    expect(run.stderr).toMatch(/interrupted \(SIGTERM\) during start-up, before the measured time: not a pass, exit 143/);
+    expect(run.stderr).toMatch(/^cleanup: \d blocks unpaired/m);
+    expect(Object.keys(await api.blocks()).filter((n) => n.startsWith("SIM82N"))).toEqual([]);
   });
 
   it("raises the soft limit of open files to the hard one, and refuses a fleet that cannot fit", { timeout: 60_000 }, async () => {

@@ -11,7 +11,7 @@ import stringWidth from "string-width";
 import { describe, expect, it, vi } from "vitest";
 import { defaultStream, resolveTargets } from "../../cli/sim-target.js";
 import { descriptorsNeeded, fleetDoesNotFit, openFileLimit, processesToFit } from "../../simulator/fd-limit.js";
-import { BlockRate } from "../../simulator/fleet/virtual-block.js";
+import { BlockRate } from "../../simulator/fleet/block-rate.js";
 import { Latency } from "../../simulator/metrics/histogram.js";
 import { Metrics } from "../../simulator/metrics/metrics.js";
 import { BLOCKS_PER_WORKER, workerCount } from "../../simulator/part.js";

@@ -173,6 +173,15 @@ describe("report", () => {
     slow.metrics.ingest.p50 = 2000;
     slow.metrics.ingest.p99 = 2500;
     expect(buildReport(slow).simulator.bottleneck).toBe("server");
+    // The reason prints its figures as the summary lines do, not to the microsecond.
+    expect(buildReport({ ...slow, load: { ...slow.load, loop_delay_p99_ms: 38.175 } }).simulator.reason).toBe(
+      "ingest p50 2000 ms p99 2500 ms, far above the simulator's own event-loop delay (p99 38.2 ms)",
+    );
+    const waits = { size: 256, full_percent: 99, mean_in_flight: 255, cycles: 60_000, cycle_ms: 40.125, exchange_ms: 33.3333 };
+    expect(buildReport({ ...slow, window: waits, load: { ...slow.load, loop_delay_p99_ms: 85.4321, answer_wait_ms: 2.719 } }).simulator.reason).toBe(
+      "the send window (256 requests in flight) was full 99% of the time, each request held its slot 40.1 ms (33.3 ms of it on a connection); " +
+        "an answer that has arrived waits 2.72 ms on average for the simulator's event loop: the rest is the server's",
+    );
     // Slow acknowledgements explained by the simulator's own stalls are the simulator's.
     expect(buildReport({ ...slow, load: { ...slow.load, cpu_percent: 95, loop_delay_p99_ms: 900 } }).simulator.bottleneck).toBe("simulator");
   });

@@ -18,7 +18,6 @@ import { ApiClient } from "../../protocol/api-client.js";
 import { BlockkitServer } from "../../server/controller.js";
 import type { NodesReport } from "../../simulator/nodes/mqtt-nodes.js";
 import { GatewayProcess } from "../gateway/gateway-process.js";
-import { freePort } from "../helpers/process.js";
 
 const TOKEN = "admin-token-0123456789";
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -45,17 +44,13 @@ describe("blockkit sim nodes over MQTT", () => {
   let gateway: GatewayProcess;
   let dir: string;
   let baseUrl: string;
-  let mqttPort: number;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "blockkit-sim-nodes-"));
     server = new BlockkitServer({ port: 0, streamPort: 0, dataDir: join(dir, "data"), adminToken: TOKEN, logger: pino({ level: "silent" }), pollHoldSeconds: 5 });
     baseUrl = (await server.start()).baseUrl;
-    mqttPort = await freePort();
-    gateway = new GatewayProcess(
-      ["--server", baseUrl, "--node-id", GATEWAY, "--user-token", TOKEN, "--mqtt-listen", String(mqttPort), "--state-dir", join(dir, "gw")],
-      await freePort(),
-    );
+    // The embedded broker on a port the kernel picks, named in the gateway's ready line.
+    gateway = new GatewayProcess(["--server", baseUrl, "--node-id", GATEWAY, "--user-token", TOKEN, "--mqtt-listen", "0", "--state-dir", join(dir, "gw")]);
     await gateway.start();
   }, 40_000);
 
@@ -68,7 +63,7 @@ describe("blockkit sim nodes over MQTT", () => {
   it("publishes on the gateway's topics, answers commands, reports end-to-end latencies", { timeout: 60_000 }, async () => {
     const report = join(dir, "nodes.json");
     const run = await blockkit([
-      "sim", "nodes", "--mqtt", `mqtt://127.0.0.1:${mqttPort}`, "--server", baseUrl, "--token", TOKEN, "--gateway-node-id", GATEWAY,
+      "sim", "nodes", "--mqtt", gateway.mqttUrl, "--server", baseUrl, "--token", TOKEN, "--gateway-node-id", GATEWAY,
       "--devices", "2", "--rate", "4", "--commands", "2", "--duration", "3", "--report", report,
     ]);
     expect(run.code, run.stderr).toBe(0);
@@ -110,19 +105,21 @@ describe.runIf(spawnSync("which", ["socat"]).status === 0)("blockkit sim nodes o
     }
   });
 
-  it("creates its own pseudo-terminal pair, prints the gateway's end, and a real gateway on it carries readings up and a command down", { timeout: 60_000 }, async () => {
+  it("creates its own pseudo-terminal pair, prints the gateway's end, and a real gateway on it carries readings up and a command down, timed end to end", { timeout: 60_000 }, async () => {
     const where = mkdtempSync(join(tmpdir(), "blockkit-sim-pty-"));
     const server = new BlockkitServer({ port: 0, streamPort: 0, dataDir: join(where, "data"), adminToken: TOKEN, logger: pino({ level: "silent" }), pollHoldSeconds: 5 });
     const baseUrl = (await server.start()).baseUrl;
-    const node = spawn(process.execPath, ["--import", "tsx", "cli/index.ts", "sim", "nodes", "--serial", "--pty-link", join(where, "gw-end"), "--firmware", "V12_1.00", "--devices", "2", "--rate", "5", "--duration", "50"], {
-      cwd: ROOT,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const GW = "GWPTYSELFMADE01";
+    const node = spawn(
+      process.execPath,
+      ["--import", "tsx", "cli/index.ts", "sim", "nodes", "--serial", "--pty-link", join(where, "gw-end"), "--firmware", "V12_1.00", "--devices", "2", "--rate", "5", "--duration", "50",
+        "--server", baseUrl, "--token", TOKEN, "--gateway-node-id", GW, "--commands", "2"],
+      { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
+    );
     let stderr = "";
     node.stderr?.on("data", (c: Buffer) => (stderr += c.toString()));
     const exited = once(node, "exit");
     let gateway: GatewayProcess | null = null;
-    const GW = "GWPTYSELFMADE01";
     try {
       const [path] = (await Promise.race([
         once(createInterface({ input: node.stdout as NodeJS.ReadableStream }), "line"),
@@ -131,7 +128,7 @@ describe.runIf(spawnSync("which", ["socat"]).status === 0)("blockkit sim nodes o
       expect(path).toBe(join(where, "gw-end"));
       expect(existsSync(path)).toBe(true);
       await vi.waitFor(() => expect(stderr).toMatch(/pseudo-terminal pair: the node is on \/dev\/pts\/\d+; start the gateway with --serial /), { timeout: 5000 });
-      gateway = new GatewayProcess(["--server", baseUrl, "--node-id", GW, "--user-token", TOKEN, "--serial", path, "--state-dir", join(where, "gw")], await freePort());
+      gateway = new GatewayProcess(["--server", baseUrl, "--node-id", GW, "--user-token", TOKEN, "--serial", path, "--state-dir", join(where, "gw")]);
       await gateway.start();
       // The node boots only once the gateway opened its end, so its PLUGIN announcements reach it.
       await vi.waitFor(() => expect(stderr).toContain("the gateway opened its end: the node powers up"), { timeout: 10_000 });
@@ -144,6 +141,10 @@ describe.runIf(spawnSync("which", ["socat"]).status === 0)("blockkit sim nodes o
       const [code] = (await exited) as [number | null];
       expect(code, stderr).toBe(0);
       expect(stderr).toMatch(/serial node \(V12_1\.00\) on \/dev\/pts\/\d+: [1-9]\d* readings sent, [1-9]\d* commands acted on/);
+      // Given the server, the latencies over the serial line as over MQTT.
+      expect(stderr).toMatch(/commands PUT [1-9]\d*, 0 errors/);
+      expect(stderr).toMatch(/reading -> visible on the server: p50 [\d.]+ p99 [\d.]+ max [\d.]+ ms \([1-9]\d*\)/);
+      expect(stderr).toMatch(/command -> node: p50 [\d.]+ p99 [\d.]+ max [\d.]+ ms \([1-9]\d*\)/);
       // socat is gone with the node, and its link with it.
       expect(existsSync(path)).toBe(false);
     } finally {

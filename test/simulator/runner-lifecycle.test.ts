@@ -20,4 +20,23 @@ describe("SimRunner and Fleet lifecycle", () => {
     expect(runner.fleet.blocks.map((b) => b.index)).toEqual([1, 3]);
     await expect(runner.stop()).resolves.toBeUndefined();
   });
+
+  it("a stop asked for before start() returned ends the run once it starts", { timeout: 20_000 }, async () => {
+    const runner = new SimRunner({
+      scenario: validateScenario({ blocks: { count: 2 }, devices: [{ type: "temperature" }], duration_s: 60 }),
+      baseUrl: "http://127.0.0.1:9/rest/v0",
+      token: "unused-token-000000",
+      callbackHost: "127.0.0.1",
+      drainTimeoutMs: 100,
+    });
+    const texts: string[] = [];
+    runner.onLog((e) => texts.push(e.text));
+    runner.requestStop();
+    await runner.start();
+    // Before: the request reached no run loop, and the run waited out its ramp limit and its 60 s.
+    const report = await runner.finished;
+    await runner.stop();
+    expect(report.duration_s).toBeLessThan(1);
+    expect(texts.filter((t) => t.startsWith("ramp-up incomplete"))).toEqual([]);
+  });
 });

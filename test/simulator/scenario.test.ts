@@ -105,6 +105,18 @@ duration_s: 10
     ]);
   });
 
+  it("says one thing per path: a missing generator field once, and what a choice allows", () => {
+    expect(
+      problems(() =>
+        validateScenario({
+          devices: [{ type: "temperature", generator: { kind: "sine", min: 1, max: 5 } }],
+          chaos: [{ at_s: 1, action: "explode", blocks: 1 }],
+          duration_s: 10,
+        }),
+      ),
+    ).toEqual(["chaos.0.action: must be one of drop, pause, burst (got \"explode\")", "devices.0.generator.period_s: required, a number"]);
+  });
+
   it("refuses node ids the service would refuse and ports used twice", () => {
     expect(problems(() => validateScenario({ blocks: { count: 2, node_id: "AB{index}" }, devices: [{ type: "relay" }] }))).toEqual([
       'blocks.node_id: gives "AB1", not 12-64 letters and digits',
@@ -112,6 +124,10 @@ duration_s: 10
     expect(
       problems(() => validateScenario({ devices: [{ type: "relay", G: "1" }, { type: "relay", G: "1" }] })),
     ).toEqual(["devices.1.G: port 1 with V 0 D 1002 is used twice"]);
+    // The path names the entry in the file, also when an entry before it is refused.
+    expect(
+      problems(() => validateScenario({ devices: [{ type: "toaster" }, { type: "relay", G: "1" }, { type: "relay", G: "1" }] })),
+    ).toEqual([expect.stringMatching(/^devices\.0\.type: unknown device type/), "devices.2.G: port 1 with V 0 D 1002 is used twice"]);
   });
 
   it("reports a YAML syntax error with its source", () => {

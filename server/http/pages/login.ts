@@ -83,7 +83,10 @@ export function loginRoutes(app: FastifyInstance, s: Services): void {
     try {
       user = await s.accounts.login(request.ip, username, password);
     } catch (err) {
-      if (err instanceof ServiceError && err.code === "RATE_LIMITED") return show(request, reply, 429, next, username, err.message);
+      if (err instanceof ServiceError && err.code === "RATE_LIMITED") {
+        if (err.retryAfterS !== undefined) void reply.header("retry-after", String(err.retryAfterS));
+        return show(request, reply, 429, next, username, err.message);
+      }
       throw err;
     }
     if (!user) return show(request, reply, 401, next, username, "Wrong user name or password.");

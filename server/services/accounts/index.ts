@@ -77,13 +77,17 @@ export class Accounts {
    * Checks a user name and password. Each attempt costs one from the bucket of the client address
    * and one from that of (address, user name) before the (slow) password check. Never a bucket per
    * user name alone: anyone could then keep a user locked out with a few wrong passwords a minute,
-   * from anywhere. Throws 429 when a bucket is empty; returns null on wrong credentials.
+   * from anywhere. Throws 429 when a bucket is empty, with the whole seconds until it holds an
+   * attempt again (Retry-After); returns null on wrong credentials.
    */
   async login(ip: string, name: string, password: string): Promise<UserRow | null> {
-    if (!this.addressLimiter.tryTake(ip) || !this.loginLimiter.tryTake(`${ip}\u0000${name.toLowerCase()}`)) {
+    const key = `${ip}\u0000${name.toLowerCase()}`;
+    const waitS = !this.addressLimiter.tryTake(ip) ? this.addressLimiter.retryAfterS(ip) : !this.loginLimiter.tryTake(key) ? this.loginLimiter.retryAfterS(key) : 0;
+    if (waitS > 0) {
       this.limits?.bit("login", { address: ip });
       this.log.info({ ip, user: name }, "login attempts rate-limited");
-      throw new ServiceError("RATE_LIMITED", "Too many login attempts. Wait a minute and try again.");
+      const wait = waitS === 1 ? "a second" : `${waitS} seconds`;
+      throw new ServiceError("RATE_LIMITED", `Too many login attempts. Wait ${wait} and try again.`, { retryAfterS: waitS });
     }
     const user = await this.store.users.byName(name);
     const ok = await verifyPassword(password, user?.password_hash ?? null);

@@ -12,6 +12,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { CallbackOutbox, OutboxDelivery } from "../../store/types.js";
+import { OverBoundsLog, type TrimCounts } from "./over-bounds-log.js";
 
 export interface FeederHooks {
   /** Users with no free attempt slot here (not claimed for). */
@@ -23,7 +24,8 @@ export interface FeederHooks {
   /** Deliveries in the outbox as this process knows them (its last count, kept up to date). */
   waiting(): number;
   take(rows: OutboxDelivery[]): void;
-  trimmed(counts: { device: number; user: number; total: number }): void;
+  /** A trim dropped deliveries (the feeder logs it: over-bounds-log.ts). */
+  trimmed(counts: TrimCounts): void;
   /** The outbox's depth, counted after a trim. */
   counted(depth: number): void;
   /** A claim was made (rows taken or not). */
@@ -61,13 +63,16 @@ export class OutboxFeeder {
   private stopped = false;
   private lastTrim = 0;
   private lastError = 0;
+  private readonly overBounds: OverBoundsLog;
 
   constructor(
     private readonly outbox: CallbackOutbox,
     private readonly hooks: FeederHooks,
     private readonly log: Logger,
     private readonly o: FeederOptions,
-  ) {}
+  ) {
+    this.overBounds = new OverBoundsLog(log);
+  }
 
   /** Polls for due retries and lapsed leases (other instances' lost work) twice a lease, at most once a second. */
   start(): void {
@@ -175,6 +180,7 @@ export class OutboxFeeder {
           const b = this.o.bounds;
           const counts = await this.outbox.trim(b.perDevice, b.perUser, b.total, now);
           if (counts.device + counts.user + counts.total > 0) this.hooks.trimmed(counts);
+          this.overBounds.trimmed(counts, now);
           this.hooks.counted(await this.outbox.depth());
         }
         const room = Math.min(CLAIM_BATCH, this.hooks.room());

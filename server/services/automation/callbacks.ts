@@ -98,7 +98,6 @@ export class CallbackDispatcher {
           this.drops.queue_full += n.total;
           this.stats.dropped += n.device + n.user + n.total;
           this.waiting -= n.device + n.user + n.total;
-          this.log.warn({ ...n }, "callback outbox over its bounds: newest deliveries dropped");
         },
         counted: (n) => {
           this.waiting = n;

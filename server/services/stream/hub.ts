@@ -80,7 +80,7 @@ export class StreamHub {
     return this.total;
   }
 
-  /** Throws 429 when the user or the process is at its cap, 503 when stopping. */
+  /** Throws 429 when the user or the process is at its cap (Retry-After: one ping interval), 503 when stopping. */
   check(userId: number): void {
     if (this.stopped) throw new ServiceError("UNAVAILABLE", "the server is shutting down");
     const mine = this.users.get(userId)?.sinks.size ?? 0;
@@ -90,6 +90,8 @@ export class StreamHub {
       throw new ServiceError(
         "RATE_LIMITED",
         mine >= perUser ? `you have ${perUser} live streams open, the most allowed: close one first` : "this server has as many live streams open as it allows",
+        // A socket whose client is gone is closed within two ping intervals: ask again after one.
+        { retryAfterS: Math.max(1, Math.ceil((this.options.pingMs ?? STREAM_PING_MS) / 1000)) },
       );
     }
   }

@@ -24,6 +24,8 @@ describe("connection shares", () => {
     const fourth = await peer(port, devices(t.token), "127.0.1.4");
     await fourth.closed;
     expect(fourth.text()).toMatch(/^HTTP\/1\.1 429 [\s\S]*[Cc]onnection: close[\s\S]*"result":0[\s\S]*too many connections/);
+    // When a place is likely free again (Retry-After, whole seconds). Before: no Retry-After.
+    expect(fourth.text()).toMatch(/\r\n[Rr]etry-[Aa]fter: 5\r\n/);
     expect(limits.hits.get("connections_per_user")).toBe(1);
     expect(limits.userConnections(1)).toBe(3);
     // The user's own connections are kept and still serve requests.
@@ -58,10 +60,11 @@ describe("connection shares", () => {
     const third = await peer(port, poll(node, token), "127.0.1.3");
     await third.closed;
     expect(third.text()).toMatch(/^HTTP\/1\.1 429 [\s\S]*"result":0[\s\S]*too many connections: block SHAREBLOCK001/);
+    expect(third.text()).toMatch(/\r\n[Rr]etry-[Aa]fter: 5\r\n/);
     // A reading on a third connection: refused too, counted once although the fast lane saw it first.
     const reading = await peer(port, event, "127.0.1.3");
     await reading.closed;
-    expect(reading.text()).toMatch(/^HTTP\/1\.1 429 /);
+    expect(reading.text()).toMatch(/^HTTP\/1\.1 429 [\s\S]*\r\n[Rr]etry-[Aa]fter: 5\r\n/);
     expect(limits.hits.get("connections_per_block")).toBe(2);
     // The held poll was not touched, and the kept-alive connection still carries readings.
     expect(held.isClosed() || held.text() !== "").toBe(false);

@@ -162,7 +162,7 @@ describe("slow clients and connection caps", () => {
     }
   });
 
-  it("caps activation holds per address and in total (429 with the envelope)", async () => {
+  it("caps activation holds per address and in total (429 with the envelope and Retry-After)", async () => {
     const { t, port } = await server({ maxActivationHoldsPerAddress: 2, maxActivationHolds: 3 });
     const hold = (n: number, from: string) => peer(port, `GET /rest/v0/block/ACTHOLD0000${n}/activate HTTP/1.1\r\nHost: x\r\n\r\n`, from);
     await hold(1, "127.0.0.2");
@@ -170,10 +170,13 @@ describe("slow clients and connection caps", () => {
     await vi.waitFor(() => expect(t.server.services.activation.heldCount).toBe(2), { timeout: 2000 });
     const third = await hold(3, "127.0.0.2");
     await vi.waitFor(() => expect(third.text()).toMatch(/^HTTP\/1\.1 429 [\s\S]*too many activation requests held from this address/), { timeout: 2000 });
+    expect(third.text()).toMatch(/\r\nretry-after: 30\r\n/i);
     await hold(4, "127.0.0.3");
     await vi.waitFor(() => expect(t.server.services.activation.heldCount).toBe(3), { timeout: 2000 });
     const fifth = await hold(5, "127.0.0.4");
     await vi.waitFor(() => expect(fifth.text()).toMatch(/^HTTP\/1\.1 429 [\s\S]*"result":0/), { timeout: 2000 });
+    // Retry-After: the hold's length (30 s by default), when a held request ends at the latest.
+    expect(fifth.text()).toMatch(/\r\nretry-after: 30\r\n/i);
     // A hold that ends gives its place back.
     peers[0]?.socket.destroy();
     await vi.waitFor(() => expect(t.server.services.activation.heldCount).toBe(2), { timeout: 2000 });
