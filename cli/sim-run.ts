@@ -1,5 +1,6 @@
 /** The `blockkit sim` run: scenario from flags or file, the fleet, the TUI or headless, the report. */
 import { readFileSync } from "node:fs";
+import isInCi from "is-in-ci";
 import { createElement } from "react";
 import { parse as parseYaml } from "yaml";
 import { runHeadless } from "../simulator/headless.js";
@@ -115,7 +116,12 @@ export async function runSim(flags: SimFlags): Promise<void> {
     process.exit(2);
   }
   const prefix = nodePrefix(scenario.blocks.node_id, scenario.seed);
-  const tui = !flags.headless && process.stdout.isTTY === true && process.stdin.isTTY === true;
+  const terminal = !flags.headless && process.stdout.isTTY === true && process.stdin.isTTY === true;
+  // Ink draws only its last frame when it believes it runs in CI ($CI or $CONTINUOUS_INTEGRATION set,
+  // and not "0" or "false": the is-in-ci package it uses), so a TUI there would stay blank for the
+  // whole run: a terminal in a CI job gets the progress lines instead.
+  const tui = terminal && !isInCi;
+  if (terminal && isInCi) process.stderr.write("CI is set: progress lines instead of the TUI, which ink does not draw in CI (CI=0 turns it back on)\n");
   let stop: () => void = () => undefined;
   let over: () => boolean = () => false;
   let early: () => boolean = () => true;
