@@ -161,7 +161,7 @@ export function blockRoutes(app: FastifyInstance, s: Services): void {
           errors: {
             401: "Direct flow: the credential in the query is unknown.",
             409: "The block belongs to another user.",
-            429: "Too many waiting activations from one address, or (direct flow) too many requests with the credential.",
+            429: "Too many waiting activations from one address (64) or in all (10,000): Retry-After is the hold's length (30 s by default). Or (direct flow) too many requests with the credential.",
           },
           security: [{}, { user_access_token: [] }, { access_token: [] }],
         }),

@@ -77,7 +77,7 @@ export function cameraRoutes(app: FastifyInstance, s: Services): void {
             403: "The camera does not belong to this block.",
             413: "The image is larger than 10 MiB.",
             415: "The Content-Type is not image/jpeg.",
-            429: "Too many uploads for this camera.",
+            429: "Too many uploads for this camera (the credentials' rate limit, per camera): retry after Retry-After.",
           },
           body: { schema: Type.String({ format: "binary" }), types: ["image/jpeg"] },
           security: [{ block_token: [] }, { ninja_token: [] }],

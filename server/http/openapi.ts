@@ -123,8 +123,23 @@ const COMMON = {
   blockNode: "The node id in the path is not 12 or more letters and digits.",
   blockAuth: "No block token (X-Service-Token or X-Ninja-Token), or one the server does not know.",
   block403: "The block token belongs to another node than the one in the path.",
-  429: "Too many requests with this credential (1000/s sustained, bursts of 2000 by default). Retry later.",
+  429:
+    "Too many requests with this credential (1000/s sustained, bursts of 2000 by default), or past the credential's share of " +
+    "connections (256 per user, 32 per block; that connection is then closed, with Retry-After 5). Retry after Retry-After.",
   503: "The server is shutting down, or its store cannot write (disk full, database away); retry later.",
+} as const;
+
+/**
+ * The header of every 429: each refusal for a rate limit or a cap says when to ask again (the
+ * error handler sends ServiceError.retryAfterS; the login page sets it itself).
+ */
+export const RETRY_AFTER_HEADER = {
+  type: "integer",
+  minimum: 1,
+  description:
+    "Whole seconds after which the request may succeed: until the credential's bucket holds a request again (rate " +
+    "limit, login attempts), 5 past a share of connections, the hold's length past the activation holds, one ping " +
+    "interval past the live stream's caps.",
 } as const;
 
 /** The refusals a route answers: the common ones of its kind, then its own. */
@@ -185,6 +200,8 @@ function transform({ schema, url, route }: { schema: unknown; url: string; route
     if (response[status] !== undefined) continue;
     response[status] = d.html ? { description: text, content: { "text/html": { schema: { type: "string" } } } } : { $ref: "ErrorEnvelope#", description: text };
   }
+  const throttled = response[429] as Record<string, unknown> | undefined;
+  if (throttled !== undefined) throttled.headers = { "Retry-After": RETRY_AFTER_HEADER };
   const extra: Record<string, unknown> = {};
   if (d.body && rest.body === undefined) Object.assign(extra, { body: d.body.schema, consumes: d.body.types });
   if (d.query && rest.querystring === undefined) extra.querystring = d.query;
@@ -259,7 +276,7 @@ by default the API port + 1).
 carries its class: 400 bad input, 401 no or unknown credential, 403 credential not allowed here, 404
 unknown resource (another user's device or block is reported as unknown, so ids do not leak), 409
 conflict, 413 body over 64 KiB (10 MiB for snapshots), 414 a path segment over 256 characters, 415 an
-unsupported content type, 429 rate limited, 503 shutting down or store unavailable, 504 a peer (a
+unsupported content type, 429 rate limited (with \`Retry-After\`, whole seconds), 503 shutting down or store unavailable, 504 a peer (a
 camera's block) did not answer in time. A 500 is a bug. Requests the HTTP parser refuses (headers
 over 16 KiB: 431; a request not received in time: 408) get the same envelope.
 

@@ -139,7 +139,7 @@ export function streamRoutes(app: FastifyInstance, s: Services): void {
         400: "The guid filter is empty, names more than 100 GUIDs, or one longer than 256 characters.",
         403: "Signed in by the session cookie, from a page of another origin.",
         404: "Not a WebSocket handshake.",
-        429: "You have as many live streams open as allowed, or the server does; or too many requests with the credential.",
+        429: "You have as many live streams open as allowed (10), or the server does (10,000): Retry-After is one ping interval (30 s). Or too many requests with the credential.",
       },
       query: Type.Object({ guid: Type.Optional(Type.String({ description: "comma-separated device GUIDs" })) }),
     });

@@ -148,7 +148,7 @@ export function subDeviceRoutes(app: FastifyInstance, s: Services): void {
           ok: { 200: { description: "Counted, and the data event committed." } },
           errors: {
             401: "No such webhook sensor, or the token is wrong (the two are not told apart).",
-            429: "Too many tickles with this token.",
+            429: "Too many tickles with this token (the credentials' rate limit): retry after Retry-After.",
           },
         }),
         params: TickleParams,

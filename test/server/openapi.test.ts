@@ -105,6 +105,35 @@ describe("the API reference", () => {
     expect(refusal?.content?.["application/json"]?.schema).toEqual({ $ref: "#/components/schemas/ErrorEnvelope" });
   });
 
+  it("declares Retry-After on every 429, as the server sends it (whole seconds)", async () => {
+    type Header = { schema?: { type?: string; minimum?: number }; description?: string };
+    const throttled = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).flatMap(([method, op]) => {
+        const r = op.responses?.["429"] as { description?: string; headers?: Record<string, Header> } | undefined;
+        return r ? [{ id: `${method.toUpperCase()} ${path}`, r }] : [];
+      }),
+    );
+    // The credential's limit on every user and block route, and the routes' own (activation holds, stream caps, login, camera, tickle).
+    expect(throttled.length).toBeGreaterThanOrEqual(40);
+    for (const { id, r } of throttled) {
+      const header = r.headers?.["Retry-After"];
+      expect(header?.schema, `${id} 429: Retry-After declared`).toEqual({ type: "integer", minimum: 1 });
+      expect(header?.description ?? "", `${id} 429: Retry-After described`).toMatch(/whole seconds/i);
+      expect(r.description ?? "", `${id} 429: its description names Retry-After`).toMatch(/Retry-After/);
+    }
+    // A real 429 carries the header the reference declares.
+    const limited = await startTestServer({ rateLimitPerSecond: 1 }, { listen: true });
+    try {
+      const get = () => fetch(`${limited.baseUrl}/user?user_access_token=${limited.token}`);
+      let answer = await get();
+      for (let i = 0; i < 10 && answer.status !== 429; i++) answer = await get();
+      expect(answer.status).toBe(429);
+      expect(answer.headers.get("retry-after")).toMatch(/^[1-9][0-9]*$/);
+    } finally {
+      await limited.close();
+    }
+  });
+
   it("documents answers that real ones match", async () => {
     const ajv = new Ajv({ strict: false, validateFormats: false, allErrors: true });
     ajv.addSchema({ ...doc, $id: "openapi" } as object);

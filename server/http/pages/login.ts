@@ -65,7 +65,7 @@ export function loginRoutes(app: FastifyInstance, s: Services): void {
           400: "The user name or password is missing or too long (the page again, with the message).",
           401: "Wrong user name or password (the page again).",
           403: "The form's CSRF field is missing or stale.",
-          429: "Too many attempts from this address or for this user: wait (the page again, with the message).",
+          429: "Too many attempts from this address or for this user: the page again, with the message, and Retry-After until the bucket holds an attempt again.",
         },
         form: Type.Object({ username: Type.String(), password: Type.String(), csrf: Type.String(), next: Type.Optional(Type.String()) }),
       }),
