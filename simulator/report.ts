@@ -217,17 +217,37 @@ function cpuText(sim: Report["simulator"]): string {
   return `${sim.cpu_percent_total}% together over ${processes} processes, busiest ${sim.cpu_percent}%`;
 }
 
+/**
+ * Below this measured window (seconds) a rate or the simulator's load is a quotient of near-zero
+ * figures: the summary says "not measured" instead (a run stopped during its start-up measured 0 s).
+ */
+export const MIN_MEASURED_S = 1;
+
+export interface SummaryOptions {
+  /** The run was stopped by a signal during its start-up, before the measured time: say so instead of blaming the server. */
+  interruptedDuringStartUp?: boolean;
+}
+
 /** Human lines for the end of a headless run (stderr). */
-export function summaryLines(r: Report): string[] {
+export function summaryLines(r: Report, o: SummaryOptions = {}): string[] {
   const lat = (name: string, s: Report["latency_ms"]["ingest"]): string =>
     s.count === 0 ? `${name}: no samples` : `${name}: p50 ${ms(s.p50)} p90 ${ms(s.p90)} p99 ${ms(s.p99)} max ${ms(s.max)} ms (${s.count})`;
+  const measured = r.duration_s >= MIN_MEASURED_S;
+  const notMeasured = `not measured (${r.duration_s} s measured${o.interruptedDuringStartUp ? ": interrupted during start-up" : ""})`;
   const lines = [
-    `blocks ${r.blocks.activated}/${r.blocks.planned} activated, events ${r.counts.events_acked}/${r.counts.events_sent} acked, ${r.counts.errors} errors, ${r.counts.throttled ?? 0} throttled, ${r.events_per_s}/s`,
+    `blocks ${r.blocks.activated}/${r.blocks.planned} activated, events ${r.counts.events_acked}/${r.counts.events_sent} acked, ${r.counts.errors} errors, ${r.counts.throttled ?? 0} throttled, ` +
+      (measured ? `${r.events_per_s}/s` : `rate ${notMeasured}`),
     lat("ingest ack", r.latency_ms.ingest),
     lat("command round trip", r.latency_ms.command),
     `${lat("callback delivery", r.latency_ms.callback)}, ${r.counts.callbacks_received} deliveries on ${r.counts.callback_devices} devices`,
-    `simulator: CPU ${cpuText(r.simulator)} (max ${r.simulator.cpu_percent_max}%, ${r.simulator.cpu_us_per_event ?? "-"} µs/event), loop delay p99 ${ms(r.simulator.loop_delay_p99_ms)} ms; bottleneck: ${r.simulator.bottleneck} (${r.simulator.reason})`,
+    measured
+      ? `simulator: CPU ${cpuText(r.simulator)} (max ${r.simulator.cpu_percent_max}%, ${r.simulator.cpu_us_per_event ?? "-"} µs/event), loop delay p99 ${ms(r.simulator.loop_delay_p99_ms)} ms; bottleneck: ${r.simulator.bottleneck} (${r.simulator.reason})`
+      : `simulator: load and bottleneck ${notMeasured}`,
   ];
+  if (o.interruptedDuringStartUp) {
+    lines.push(`interrupted during start-up, ${r.blocks.activated === 0 ? "before any block activated" : "before the measured time"}: thresholds not checked`);
+    return lines;
+  }
   if (r.blocks.activated === 0) lines.push("FAIL: no block activated (is the server reachable, and the token a user access token?)");
   for (const t of r.thresholds) lines.push(`threshold ${t.passed ? "ok  " : "FAIL"} ${t.text} (actual ${t.actual ?? "no data"})`);
   return lines;
