@@ -91,8 +91,11 @@ export interface AgentStats extends RouterCounters {
   reconnects: number;
   /** Epoch ms of the last answer from the server, null before the first. */
   lastServerContact: number | null;
-  /** Answers 429 (rate limited) that the agent asks again after their Retry-After: uploads of readings, commands polls, activation requests. */
-  throttled: { uplink: number; poll: number; activate: number };
+  /**
+   * Answers 429 (rate limited): those the agent asks again after their Retry-After (uploads of
+   * readings, commands polls, activation requests), and camera snapshot uploads (dropped, not sent again).
+   */
+  throttled: { uplink: number; poll: number; activate: number; snapshot: number };
 }
 
 
@@ -193,7 +196,7 @@ export class BlockAgent extends AgentInput {
   stats(): AgentStats {
     const ob = this.outbox.stats();
     const outbox = { dropped: ob.dropped, outboxRows: ob.rows, outboxBytes: ob.bytes, outboxFull: ob.full === true };
-    const throttled = { uplink: this.uplink.throttled, poll: this.poller.throttled, activate: this.activator.throttled };
+    const throttled = { uplink: this.uplink.throttled, poll: this.poller.throttled, activate: this.activator.throttled, snapshot: this.router.throttled };
     return { state: this.state, ...this.counters, ...this.router.counters, refused: this.refusals.total, ...outbox, lastServerContact: Number.isNaN(this.lastContact) ? null : this.lastContact, throttled };
   }
 

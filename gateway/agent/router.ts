@@ -5,7 +5,7 @@
  * a serial command waiting 2 s for its ACK must not hold the long-poll.
  */
 import type { Logger } from "pino";
-import type { BlockClient } from "../../protocol/block-client.js";
+import { type BlockClient, BlockClientError } from "../../protocol/block-client.js";
 import { makeGuid } from "../../protocol/guid.js";
 import type { Command } from "../../protocol/payloads.js";
 import type { CommandTarget } from "./types.js";
@@ -33,6 +33,11 @@ export class CommandRouter {
     snapshots: 0,
     snapshotFailures: 0,
   };
+  /**
+   * Snapshot uploads answered 429, for the agent's stats. Not sent again (an upload has no
+   * idempotency key, and the user asks for a new snapshot): also counted in `snapshotFailures`.
+   */
+  throttled = 0;
   private readonly targets = new Map<string, CommandTarget>();
   private readonly owners = new Map<string, string>();
 
@@ -93,7 +98,9 @@ export class CommandRouter {
     } catch (err) {
       this.counters.snapshotFailures++;
       this.counters.commandsFailed++;
-      this.log.warn({ guid, err: (err as Error).message }, "snapshot failed");
+      const throttled = err instanceof BlockClientError && err.throttled;
+      if (throttled) this.throttled++;
+      this.log.warn({ guid, err: (err as Error).message, ...(throttled ? { retryAfterMs: err.retryAfterMs } : {}) }, throttled ? "snapshot upload throttled by the server (429): dropped" : "snapshot failed");
     }
   }
 }

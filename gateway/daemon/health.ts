@@ -116,7 +116,7 @@ export function metrics(src: HealthSource): string {
     ["", a.lastServerContact === null ? 0 : a.lastServerContact / 1000],
   ]);
   const throttled = Object.entries(a.throttled).map(([kind, n]): [string, number] => [`{kind="${kind}"}`, n]);
-  m("throttled_total", "counter", "Answers 429 (rate limited) asked again after their Retry-After, by call: uplink (readings), poll (commands), activate.", throttled);
+  m("throttled_total", "counter", "Answers 429 (rate limited), by call: uplink (readings), poll (commands), activate, each asked again after its Retry-After; snapshot (camera uploads, dropped).", throttled);
   m("agent_online", "gauge", "1 when the agent is activated and the server reachable.", [["", a.state === "online" ? 1 : 0]]);
   const links = src.links();
   m("link_up", "gauge", "1 when the link is up.", links.map((l) => [`{link="${esc(l.name)}"}`, l.state === "up" ? 1 : 0]));
