@@ -76,7 +76,8 @@ export function isConnectionError(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown };
   const code = typeof e.code === "string" ? e.code : "";
   if (code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03" || code === "53300") return true;
-  if (["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "ENOTFOUND", "EAI_AGAIN"].includes(code)) return true;
+  // ENOENT: a unix socket (`?host=/dir`) whose server is down, which removes the socket file.
+  if (["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "ENOTFOUND", "EAI_AGAIN", "ENOENT"].includes(code)) return true;
   const message = typeof e.message === "string" ? e.message : "";
   return /Connection terminated|connection timeout|Client has encountered a connection error|not queryable/i.test(message);
 }
