@@ -1,7 +1,10 @@
 /**
- * A throwaway PostgreSQL server of a test's own (initdb into a temporary directory, pg_ctl on a free
- * port), for tests that stop and start PostgreSQL: never the shared local cluster, which other test
- * runs use. As root, initdb and pg_ctl run as the `postgres` user (initdb refuses root). Where the
+ * A throwaway PostgreSQL server of a test's own (initdb into a temporary directory, pg_ctl), for
+ * tests that stop and start PostgreSQL: never the shared local cluster, which other test runs use.
+ * It listens on a unix socket in its own directory and on no TCP port: PostgreSQL cannot take port 0
+ * (its `port` runs from 1), and a port picked free beforehand could be taken by another test before
+ * PostgreSQL binds it, or while it is stopped between a test's stop() and start(). The socket's
+ * directory is this instance's alone, so nothing can take its place. As root, initdb and pg_ctl run as the `postgres` user (initdb refuses root). Where the
  * binaries are missing the tests that need one are left out with a visible message, unless
  * BLOCKKIT_REQUIRE_PG=1 (CI), where that is an error.
  */
@@ -10,7 +13,6 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { freePort } from "./process.js";
 
 const run = promisify(execFile);
 
@@ -42,12 +44,13 @@ if (problem !== null) {
 export const PG_BINARIES = problem === null;
 
 export interface PgInstance {
-  /** postgres://postgres@127.0.0.1:PORT/postgres */
+  /** postgres://postgres@localhost/postgres?host=DIR: the unix socket in DIR (node-postgres, libpq). */
   url: string;
-  port: number;
+  /** The directory of its unix socket (`.s.PGSQL.5432`). */
+  socketDir: string;
   /** Stops the server; `immediate` is a crash (no checkpoint), `fast` a clean shutdown. */
   stop(mode?: "fast" | "immediate"): Promise<void>;
-  /** Starts it again on the same port and directory. */
+  /** Starts it again on the same socket and directory. */
   start(): Promise<void>;
   /** Stops it (if running) and removes its directory. */
   dispose(): Promise<void>;
@@ -59,7 +62,7 @@ async function as(bin: string, args: string[]): Promise<void> {
   else await run(exe, args, { timeout: 60_000 });
 }
 
-/** initdb (trust, no fsync at init) and start on a free loopback port. */
+/** initdb (trust, no fsync at init) and start, on a unix socket in its own directory only. */
 export async function startPgInstance(): Promise<PgInstance> {
   const dir = mkdtempSync(join(tmpdir(), "blockkit-pg-"));
   const data = join(dir, "data");
@@ -69,12 +72,12 @@ export async function startPgInstance(): Promise<PgInstance> {
     chownSync(dir, Number(stdout.trim()), Number(gid.trim()));
   }
   await as("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale", "C"]);
-  const port = await freePort();
-  const options = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${dir} -c max_connections=60 -c shared_buffers=16MB`;
+  // No TCP listener (listen_addresses empty); the port only names the socket file.
+  const options = `-p 5432 -c listen_addresses= -c unix_socket_directories=${dir} -c max_connections=60 -c shared_buffers=16MB`;
   let running = false;
   const inst: PgInstance = {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
-    port,
+    url: `postgres://postgres@localhost/postgres?host=${encodeURIComponent(dir)}`,
+    socketDir: dir,
     async start() {
       await as("pg_ctl", ["-D", data, "-o", options, "-l", join(dir, "log"), "-w", "-t", "30", "start"]);
       running = true;
