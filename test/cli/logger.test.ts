@@ -32,7 +32,7 @@ describe("log format", () => {
       ["pretty", /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO \(blockkit\): /],
     ])("BLOCKKIT_LOG_FORMAT=%s", async (format, line) => {
       dir = mkdtempSync(join(tmpdir(), "blockkit-log-"));
-      // Ports the kernel picks: ports picked beforehand (freePort) can be taken by another test meanwhile.
+      // Ports the kernel picks: ports picked beforehand (free a moment ago) can be taken by another test meanwhile.
       p = spawnCli(["server", "--port", "0", "--stream-port", "0", "--data", dir, "--admin-token", "log-format-token-0123"], { BLOCKKIT_LOG_FORMAT: format });
       await p.waitForLine(/blockkit server ready/, 20_000);
       await p.waitForErrLine(line, 10_000);

@@ -22,7 +22,7 @@ it("tells systemd it is ready once it listens, and that it stops on SIGTERM", as
   recv = spawn("socat", ["-u", `UNIX-RECV:${sock}`, "STDOUT"], { stdio: ["ignore", "pipe", "ignore"] });
   recv.stdout?.on("data", (c: Buffer) => (got += c.toString()));
   await expect.poll(() => existsSync(sock), { timeout: 5000 }).toBe(true);
-  // Ports the kernel picks: ports picked beforehand (freePort) can be taken by another test meanwhile.
+  // Ports the kernel picks: ports picked beforehand (free a moment ago) can be taken by another test meanwhile.
   const p = spawnCli(["server", "--port", "0", "--stream-port", "0", "--data", join(dir, "data"), "--admin-token", "notify-token-0123456"], { NOTIFY_SOCKET: sock });
   await p.waitForLine(/blockkit server ready/, 20_000);
   await expect.poll(() => got, { timeout: 10_000 }).toContain("READY=1");

@@ -1,7 +1,7 @@
 /**
  * `blockkit gateway` as a child process, the way systemd runs it, on ports the kernel picks
  * (`--health-port 0`, `--mqtt-listen 0`): the ready line names the bound ones. Ports picked
- * beforehand with freePort() raced: another test's listener could take one before the gateway bound it.
+ * beforehand (free a moment ago) raced: another test's listener could take one before the gateway bound it.
  */
 import { type CliProcess, spawnCli, stopProcess } from "../helpers/process.js";
 import { request } from "undici";

@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { type AddressInfo, type Socket, createServer } from "node:net";
+import { type AddressInfo, type Socket, connect, createServer } from "node:net";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
@@ -12,22 +12,39 @@ import type { Readable } from "node:stream";
 /** The repository root (this file lives in test/helpers). */
 export const ROOT = resolve(import.meta.dirname, "..", "..");
 
-/** A port that was free a moment ago: listen on port 0, read the port, close. */
-export async function freePort(host = "127.0.0.1"): Promise<number> {
-  const srv = createServer();
-  srv.listen(0, host);
+/**
+ * An address that refuses connections (ECONNREFUSED), held until close(): the local port of a
+ * connection of ours to a listener on a port the kernel picked. Nothing listens on that port, and
+ * nothing can bind it while the connection lives (EADDRINUSE, SO_REUSEADDR or not), so no other
+ * test can answer there, as it could on a port found free and closed again.
+ */
+export async function refusingAddress(): Promise<{ url: string; port: number; close(): Promise<void> }> {
+  const accepted = new Set<Socket>();
+  const srv = createServer((s) => {
+    accepted.add(s);
+    s.once("close", () => accepted.delete(s));
+  });
+  srv.listen(0, "127.0.0.1");
   await once(srv, "listening");
-  const address = srv.address();
-  const port = typeof address === "object" && address ? address.port : 0;
-  await new Promise<void>((done) => srv.close(() => done()));
-  if (!port) throw new Error("could not find a free port");
-  return port;
+  const holder = connect((srv.address() as AddressInfo).port, "127.0.0.1");
+  await once(holder, "connect");
+  const port = holder.localPort as number;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    close: () =>
+      new Promise<void>((done) => {
+        holder.destroy();
+        for (const s of accepted) s.destroy();
+        srv.close(() => done());
+      }),
+  };
 }
 
 /**
  * A server address where nothing answers, held until close(): a listener on a port the kernel picks
  * that resets every connection, for a program that must find its server unreachable. A port found
- * free and closed again (freePort) could be bound by another test meanwhile, which would answer.
+ * free and closed again could be bound by another test meanwhile, which would answer.
  */
 export async function unreachableServer(): Promise<{ url: string; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
@@ -150,7 +167,7 @@ export async function stopProcess(p: CliProcess, signal: NodeJS.Signals = "SIGTE
 
 /**
  * Starts `blockkit server` on ports the kernel picks (port 0) and waits for its base_url line, which
- * names the bound port (stream_url names the stream port). Ports picked beforehand with freePort()
+ * names the bound port (stream_url names the stream port). Ports picked beforehand (free a moment ago)
  * raced: two calls returned the same port once, and the stream listener failed with EADDRINUSE.
  */
 export async function startServerProcess(opts: {

@@ -13,7 +13,7 @@ import { BlockClient, BlockClientError } from "../../protocol/block-client.js";
 import { type BlockTransport, NodeHttpTransport, TimeoutError, type TransportResponse } from "../../protocol/transport.js";
 import { Http1Transport } from "../../simulator/transport/http1-transport.js";
 import { UndiciTransport } from "../../protocol/undici-transport.js";
-import { freePort } from "../helpers/process.js";
+import { refusingAddress } from "../helpers/process.js";
 import { waitFor } from "../helpers/wait.js";
 
 const NODE = "TRANSPORT00001";
@@ -189,8 +189,12 @@ describe.each(implementations)("%s transport", (_name, make) => {
 
   it("rejects when the server cannot be reached or drops the connection", async () => {
     t = make();
-    const closed = await freePort();
-    await expect(t.transport.send({ ...req("/"), url: `http://127.0.0.1:${closed}/x` })).rejects.toThrow(/ECONNREFUSED/);
+    const closed = await refusingAddress();
+    try {
+      await expect(t.transport.send({ ...req("/"), url: `${closed.url}/x` })).rejects.toThrow(/ECONNREFUSED/);
+    } finally {
+      await closed.close();
+    }
     await expect(t.transport.send(req("/drop"))).rejects.toThrow();
   });
 });
@@ -299,9 +303,11 @@ describe.each([
 
   it("reports network errors, timeouts and aborts as status 0", async () => {
     client = make();
-    const closed = new BlockClient({ baseUrl: `http://127.0.0.1:${await freePort()}/rest/v0`, nodeId: NODE });
+    const refusing = await refusingAddress();
+    const closed = new BlockClient({ baseUrl: `${refusing.url}/rest/v0`, nodeId: NODE });
     await expect(closed.data("t", { G: "0", V: 0, D: 9, DA: "1" })).rejects.toMatchObject({ status: 0, unauthorized: false, rejected: false });
     await closed.close();
+    await refusing.close();
     const hang = new BlockClient({ baseUrl: `${base}/hang`, nodeId: NODE, timeoutMs: 200 });
     const t0 = Date.now();
     await expect(hang.data("t", { G: "0", V: 0, D: 9, DA: "1" })).rejects.toMatchObject({ status: 0 });
@@ -311,9 +317,12 @@ describe.each([
   });
 
   it("never puts the user token in an error message", async () => {
-    client = new BlockClient({ baseUrl: `http://127.0.0.1:${await freePort()}/rest/v0`, nodeId: NODE });
+    const refusing = await refusingAddress();
+    client = new BlockClient({ baseUrl: `${refusing.url}/rest/v0`, nodeId: NODE });
     const err = (await client.activate({ userToken: "secret-user-token" }).catch((e: unknown) => e)) as Error;
+    await refusing.close();
     expect(err).toBeInstanceOf(BlockClientError);
+    expect(err.message).toMatch(/ECONNREFUSED/);
     expect(err.message).not.toContain("secret-user-token");
   });
 });
