@@ -2,7 +2,8 @@
  * The block-side HTTP client: activation, heartbeat/data/config events, the commands long-poll and
  * the camera snapshot upload. Every non-2xx answer, and every call without one, becomes a
  * BlockClientError (./block-errors.ts, re-exported here) carrying the HTTP status and the server's
- * envelope message.
+ * envelope message. The wire shapes of the calls and the reading of their answers are in
+ * ./block-wire.ts (its types re-exported here).
  *
  * The exchange itself goes through a BlockTransport (./transport.ts): node:http by default (the
  * gateway), undici when a dispatcher is given (the simulator). undici is loaded only then.
@@ -10,31 +11,12 @@
 import { isNodeId } from "./guid.js";
 import type { Dispatcher } from "undici";
 import { answerError, BlockClientError, networkError, parseJson } from "./block-errors.js";
+import { type PostCallbacks, PostOutcome, toCommand, type WireConfig, type WireReading } from "./block-wire.js";
 import type { CommandsResponse, Command } from "./payloads.js";
-import { type BlockTransport, NodeHttpTransport, type TransportCallbacks, type TransportRequest, type TransportResponse } from "./transport.js";
+import { type BlockTransport, NodeHttpTransport, type TransportRequest, type TransportResponse } from "./transport.js";
 
 export { BlockClientError, retryAfterMs } from "./block-errors.js";
-
-/** One event as sent on the wire: the payload schemas of protocol/payloads.ts plus TIMESTAMP/KEY. */
-export interface WireReading {
-  G: string;
-  V: number;
-  D: number;
-  DA: string;
-  /** Original reading time, epoch ms. */
-  TIMESTAMP?: number;
-  /** Idempotency key: the server stores a (node, KEY) once. */
-  KEY?: string;
-}
-export interface WireConfig {
-  G: string;
-  V: number;
-  D: number;
-  type: string;
-  DA?: string;
-  TIMESTAMP?: number;
-  KEY?: string;
-}
+export type { PostCallbacks, WireConfig, WireReading } from "./block-wire.js";
 
 export interface BlockClientOptions {
   /** REST root including `/rest/v0`, e.g. `http://127.0.0.1:8000/rest/v0`. */
@@ -53,31 +35,6 @@ export interface BlockClientOptions {
   timeoutMs?: number;
   /** Longest wait for a held call (activation, commands long-poll), ms. Default 75 000. */
   holdTimeoutMs?: number;
-}
-
-/** Where a block event's POST ends (dataTo, heartbeatTo): one object a caller keeps for its calls. */
-export interface PostCallbacks {
-  /** A 2xx answer. */
-  posted(): void;
-  /** A non-2xx answer or no answer, as data()'s rejections. */
-  postFailed(err: BlockClientError): void;
-}
-
-/** A transport's outcome as a POST's (PostCallbacks), for one URL and one caller's callbacks. */
-class PostOutcome implements TransportCallbacks {
-  constructor(
-    readonly url: string,
-    readonly done: PostCallbacks,
-  ) {}
-
-  answered(res: TransportResponse): void {
-    if (res.status >= 200 && res.status < 300) this.done.posted();
-    else this.done.postFailed(answerError("POST", this.url, res.status, res.body, res.headers["retry-after"]));
-  }
-
-  failed(err: Error): void {
-    this.done.postFailed(networkError("POST", this.url, err));
-  }
 }
 
 export class BlockClient {
@@ -311,12 +268,3 @@ export class BlockClient {
 }
 
 const nothing = (): void => {};
-
-/** A well-formed command, normalised (G and DA as strings); [] for anything else. */
-function toCommand(c: unknown): Command[] {
-  if (typeof c !== "object" || c === null) return [];
-  const o = c as Record<string, unknown>;
-  if (!(typeof o.G === "string" || typeof o.G === "number") || typeof o.V !== "number" || typeof o.D !== "number") return [];
-  const DA = typeof o.DA === "string" || typeof o.DA === "number" ? String(o.DA) : "";
-  return [{ G: String(o.G), V: o.V, D: o.D, DA, GUID: typeof o.GUID === "string" ? o.GUID : "" }];
-}
