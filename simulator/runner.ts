@@ -168,13 +168,15 @@ export class SimRunner {
     if (this.fleet.running < this.fleet.planned && this.phase === "ramping" && !this.stopRequested) {
       this.log.add("warn", `ramp-up incomplete after ${rampLimitMs / 1000} s: ${this.fleet.running} of ${this.fleet.planned} blocks started, ${this.fleet.activated} activated`);
     }
-    if (this.phase === "ramping" && s.warmup_s > 0) {
+    // A stop asked for during the ramp (a Ctrl-C at start-up) goes straight to the drain: no
+    // warm-up, no measured window opened and no chaos started for an instant.
+    if (this.phase === "ramping" && s.warmup_s > 0 && !this.stopRequested) {
       this.phase = "warmup";
       await Promise.race([this.wait(s.warmup_s * 1000), ended]);
       this.metrics.resetLatencies();
       this.metrics.recording = true;
     }
-    if (this.phase === "ramping" || this.phase === "warmup") {
+    if ((this.phase === "ramping" || this.phase === "warmup") && !this.stopRequested) {
       this.phase = "running";
       this.measureStart = this.clock();
       this.ackedAtStart = this.metrics.counters.events_acked;

@@ -39,4 +39,28 @@ describe("SimRunner and Fleet lifecycle", () => {
     expect(report.duration_s).toBeLessThan(1);
     expect(texts.filter((t) => t.startsWith("ramp-up incomplete"))).toEqual([]);
   });
+
+  it("a stop during start-up opens no measured window: no warm-up, no chaos, nothing measured", { timeout: 20_000 }, async () => {
+    // A clock that moves 250 ms at each read: any window opened on the way to the drain would measure time.
+    let reads = 0;
+    const runner = new SimRunner({
+      scenario: validateScenario({ blocks: { count: 2 }, devices: [{ type: "temperature" }], duration_s: 60, warmup_s: 1, chaos: [{ at_s: 0, action: "burst", blocks: 1, events: 5 }] }),
+      baseUrl: "http://127.0.0.1:9/rest/v0",
+      token: "unused-token-000000",
+      callbackHost: "127.0.0.1",
+      drainTimeoutMs: 100,
+      clock: () => Date.now() + 250 * reads++,
+    });
+    const texts: string[] = [];
+    runner.onLog((e) => texts.push(e.text));
+    runner.requestStop();
+    await runner.start();
+    const report = await runner.finished;
+    await runner.stop();
+    // Before: the run went through warm-up and "running" (measure start set, chaos started) to the
+    // drain, and reported the clock's steps as measured time.
+    expect(report.duration_s).toBe(0);
+    expect(report.events_per_s).toBe(0);
+    expect(texts.filter((t) => t.startsWith("chaos"))).toEqual([]);
+  });
 });
