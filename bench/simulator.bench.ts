@@ -8,7 +8,23 @@
  *    the offered one, the simulator's CPU (percent of one core) and event-loop delay.
  * 2. Overhead: CPU microseconds per acknowledged event of the simulator (agents, outboxes,
  *    long-polls, metrics) against a bare loop that only POSTs the same /data requests, at the same
- *    fleet size and rate, to the same sink.
+ *    fleet size and rate, to the same sink. The CPU counted is each one's own process's (user +
+ *    system, process.cpuUsage: GC and undici included), never the sink's. This machine's speed drifts
+ *    (the bare loop alone gave 13.7 to 27.4 µs/event in runs minutes apart), so the two are measured
+ *    in alternating windows of one run (bench/fixtures/sink-pairs.ts): the simulator in this process,
+ *    the bare loop in a child (bench/fixtures/bare-loop.ts; a process of its own, so that neither's
+ *    garbage collections walk the other's heap), both started and ready, each sending only in its
+ *    own windows: BENCH_SIM_SINK_PAIRS pairs (12) of BENCH_SIM_PAIR_SECONDS-second windows (5), after
+ *    BENCH_SIM_PAIR_SETTLE seconds (1) of sending each, the order flipped every pair. The figure is the
+ *    median of the per-pair ratios, printed with its quartiles and range. The simulator is paused by
+ *    its clock (SimRunner's `clock` option, a PausableClock): its scheduler sends no reading while
+ *    the clock stands and catches none up after, while its 10,000 long-polls stay held and are
+ *    renewed on their real timers, so each window holds its steady share of poll renewals and the
+ *    sink holds the same polls in both sides' windows. (SimRunner.pause() would stop the agents:
+ *    every resume would re-open 10,000 polls at once and no window would see a renewal.) Running
+ *    both at once instead would make each the other's load on two cores, the sink serving both.
+ *    BENCH_SIM_SINK_PAIRS=0: the comparison of before, a whole run of each, one after the other.
+ *    Six runs of each, alternated: medians 1.91–2.02 ×, whole runs 1.82–2.17 × (docs/performance.md).
  * 3. The same fleet shape against the real server (1 000 and 10 000 blocks by default): who limits
  *    the run.
  * 4. The fleet in several processes: `blockkit sim --workers 2` (the built CLI, as a user runs it)
@@ -33,19 +49,20 @@
  * raise to, default 65536), BENCH_ONLY (one part: sink, fleet or server), BENCH_SIM_PROFILE (a file:
  * the simulator's measured window against the sink is profiled there, a .cpuprofile that
  * `node --import tsx bench/fixtures/profile-top.ts FILE` sums by function and by file; BENCH_SIM_PROFILE_US
- * its sampling interval, default 100), BENCH_SIM_SINK_ROUNDS (rounds of the simulator against its bare
- * loop, default 1; each other round runs the bare loop first, and the median ratio is printed).
+ * its sampling interval, default 100), BENCH_SIM_SINK_PAIRS (default 12; 0: whole runs instead,
+ * BENCH_SIM_SINK_ROUNDS of them, default 1, every other round the bare loop first, median printed).
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { Session } from "node:inspector/promises";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ApiClient } from "../protocol/api-client.js";
 import { validateScenario } from "../simulator/scenario/parse.js";
 import { cpuTimeMs as cpuMsOf } from "./fixtures/proc-stats.js";
 import { startBare, startServer } from "./fixtures/procs.js";
+import { profiler } from "./fixtures/profiler.js";
 import { fleetRun, fleetTable, workersFor } from "./fixtures/sim-fleet.js";
+import { sinkPairs } from "./fixtures/sink-pairs.js";
 import { figure, machine, sendEverySecond } from "./lib.js";
 
 // The built simulator (bench/run.ts builds first), as it runs in production.
@@ -74,27 +91,9 @@ const FILES = Number(process.env.BENCH_SIM_FILES ?? 65_536);
 const PROFILE = process.env.BENCH_SIM_PROFILE ?? "";
 /** Rounds of the simulator against its bare loop (alternating which goes first), for a median ratio. */
 const SINK_ROUNDS = Number(process.env.BENCH_SIM_SINK_ROUNDS ?? 1);
-
-/** Profiles this process (BENCH_SIM_PROFILE_US µs sampling, default 100) from start() until the promise stop() returns is kept. */
-function profiler(file: string): { start(): void; stop(): Promise<void> } {
-  const session = new Session();
-  let started: Promise<unknown> | null = null;
-  return {
-    start() {
-      if (started !== null || file === "") return;
-      session.connect();
-      started = session.post("Profiler.enable").then(() => session.post("Profiler.setSamplingInterval", { interval: Number(process.env.BENCH_SIM_PROFILE_US ?? 100) })).then(() => session.post("Profiler.start"));
-    },
-    async stop() {
-      if (started === null) return;
-      await started;
-      const { profile } = await session.post("Profiler.stop");
-      writeFileSync(file, JSON.stringify(profile));
-      session.disconnect();
-      process.stdout.write(`  profile of the measured window: ${file}\n`);
-    },
-  };
-}
+const PAIRS = Number(process.env.BENCH_SIM_SINK_PAIRS ?? 12);
+const PAIR_SECONDS = Number(process.env.BENCH_SIM_PAIR_SECONDS ?? 5);
+const PAIR_SETTLE = Number(process.env.BENCH_SIM_PAIR_SETTLE ?? 1);
 
 function scenario(blocks: number, seed: number, perSecond: number) {
   return validateScenario(scenarioDoc(blocks, seed, perSecond));
@@ -222,6 +221,14 @@ async function againstSink(): Promise<void> {
   const sink = await startBare("bench/fixtures/block-sink.ts");
   try {
     const sinkUrl = `http://127.0.0.1:${sink.port}/rest/v0`;
+    if (PAIRS > 0) {
+      await capacity("simulator against a protocol sink", sinkUrl, SINK, 1, RAMP, { name: "sink", pid: sink.child.pid }, PROFILE);
+      // A run longer than the windows need: it is ended after them.
+      const long = validateScenario({ ...scenarioDoc(SINK, 2, RAMP), duration_s: 86_400 });
+      process.stdout.write(`\nsimulator and bare loop in alternating windows (same sink):\n`);
+      await sinkPairs({ SimRunner, scenario: long, baseUrl: sinkUrl, token: TOKEN, blocks: SINK, pairs: PAIRS, windowS: PAIR_SECONDS, settleS: PAIR_SETTLE });
+      return;
+    }
     const ratios: number[] = [];
     for (let round = 0; round < SINK_ROUNDS; round++) {
       // Every other round runs the bare loop first, so that a machine slowing down over the rounds
