@@ -199,10 +199,15 @@ export async function runSim(flags: SimFlags): Promise<void> {
     }
   }
   const { report, cleanup } = outcome;
+  if (interrupted !== null) {
+    // The report says so too: a shard's file merged later (`sim merge`) must not make a pass of it.
+    report.interrupted = { signal: interrupted, during_start_up: duringStartUp };
+    report.passed = false;
+  }
   if (flags.report) writeReport(flags.report, report);
   if (workers > 1) process.stderr.write(`${workers} worker processes, ${parts.map((p) => `part ${p?.index}/${p?.count}`).join(", ")}\n`);
   // A shard's thresholds speak of the whole fleet: `sim merge` checks them on the merged reports.
-  for (const line of summaryLines(report, { interruptedDuringStartUp: interrupted !== null && duringStartUp })) if (!shard || !line.startsWith("threshold ")) process.stderr.write(`${line}\n`);
+  for (const line of summaryLines(report)) if (!shard || !line.startsWith("threshold ")) process.stderr.write(`${line}\n`);
   if (cleanup) {
     process.stderr.write(`cleanup: ${cleanup.blocks} blocks unpaired, ${cleanup.callbacks} callbacks removed${cleanup.failed.length > 0 ? `, ${cleanup.failed.length} failed` : ""}\n`);
     for (const f of cleanup.failed.slice(0, 10)) process.stderr.write(`cleanup failed: ${f}\n`);

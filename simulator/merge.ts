@@ -5,7 +5,7 @@
  * thresholds are evaluated on the merge so a run spread over several runners gets one verdict.
  */
 import { Latency } from "./metrics/histogram.js";
-import type { Bottleneck, FleetPart, Report } from "./report.js";
+import type { Bottleneck, FleetPart, Interrupted, Report } from "./report.js";
 import { metricTable } from "./report.js";
 import { checkThresholds } from "./scenario/thresholds.js";
 
@@ -18,6 +18,8 @@ export interface PartSummary extends FleetPart {
   cpu_percent: number;
   bottleneck: Bottleneck;
   reason: string;
+  /** The part was cut short by a signal (its report's `interrupted`). */
+  interrupted: Interrupted | null;
 }
 
 export type MergedReport = Report & { parts: PartSummary[] };
@@ -134,8 +136,19 @@ export function mergeReports(reports: Report[], o: { allowPartial?: boolean } = 
       cpu_percent: r.simulator.cpu_percent,
       bottleneck: r.simulator.bottleneck,
       reason: r.simulator.reason,
+      interrupted: r.interrupted ?? null,
     })),
+    // The first part cut short (during start-up only when every such part was).
+    interrupted: mergedInterruption(reports),
   };
   const thresholds = checkThresholds(first.scenario.thresholds, metricTable(base));
-  return { ...base, thresholds, passed: base.blocks.activated > 0 && thresholds.every((t) => t.passed) && reports.every((r) => r.blocks.activated > 0) };
+  const passed = base.blocks.activated > 0 && thresholds.every((t) => t.passed) && reports.every((r) => r.blocks.activated > 0) && base.interrupted === null;
+  return { ...base, thresholds, passed };
+}
+
+/** How the merge was cut short: null when no part was; else the first part's signal. */
+function mergedInterruption(reports: Report[]): Interrupted | null {
+  const cut = reports.map((r) => r.interrupted ?? null).filter((i): i is Interrupted => i !== null);
+  if (cut.length === 0) return null;
+  return { signal: (cut[0] as Interrupted).signal, during_start_up: cut.every((i) => i.during_start_up) };
 }

@@ -56,6 +56,18 @@ export interface Report {
   histograms: { ingest: string; command: string; callback: string };
   thresholds: ThresholdResult[];
   passed: boolean;
+  /**
+   * The run was cut short by a signal (Ctrl-C, the TUI's q, SIGTERM): not a pass, whatever its
+   * thresholds say. A merge with such a part is not a pass either. Absent in older reports.
+   */
+  interrupted?: Interrupted | null;
+}
+
+/** How a run was cut short. */
+export interface Interrupted {
+  signal: "SIGINT" | "SIGTERM";
+  /** Before the measured time began (nothing measured). */
+  during_start_up: boolean;
 }
 
 /** Part `index` of `count`: the blocks whose index i has i % count === index. */
@@ -224,7 +236,10 @@ function cpuText(sim: Report["simulator"]): string {
 export const MIN_MEASURED_S = 1;
 
 export interface SummaryOptions {
-  /** The run was stopped by a signal during its start-up, before the measured time: say so instead of blaming the server. */
+  /**
+   * The run was stopped by a signal during its start-up, before the measured time: say so instead
+   * of blaming the server. Default: what the report's `interrupted` says.
+   */
   interruptedDuringStartUp?: boolean;
 }
 
@@ -233,7 +248,8 @@ export function summaryLines(r: Report, o: SummaryOptions = {}): string[] {
   const lat = (name: string, s: Report["latency_ms"]["ingest"]): string =>
     s.count === 0 ? `${name}: no samples` : `${name}: p50 ${ms(s.p50)} p90 ${ms(s.p90)} p99 ${ms(s.p99)} max ${ms(s.max)} ms (${s.count})`;
   const measured = r.duration_s >= MIN_MEASURED_S;
-  const notMeasured = `not measured (${r.duration_s} s measured${o.interruptedDuringStartUp ? ": interrupted during start-up" : ""})`;
+  const startUp = o.interruptedDuringStartUp ?? r.interrupted?.during_start_up === true;
+  const notMeasured = `not measured (${r.duration_s} s measured${startUp ? ": interrupted during start-up" : ""})`;
   const lines = [
     `blocks ${r.blocks.activated}/${r.blocks.planned} activated, events ${r.counts.events_acked}/${r.counts.events_sent} acked, ${r.counts.errors} errors, ${r.counts.throttled ?? 0} throttled, ` +
       (measured ? `${r.events_per_s}/s` : `rate ${notMeasured}`),
@@ -244,7 +260,7 @@ export function summaryLines(r: Report, o: SummaryOptions = {}): string[] {
       ? `simulator: CPU ${cpuText(r.simulator)} (max ${r.simulator.cpu_percent_max}%, ${r.simulator.cpu_us_per_event ?? "-"} µs/event), loop delay p99 ${ms(r.simulator.loop_delay_p99_ms)} ms; bottleneck: ${r.simulator.bottleneck} (${r.simulator.reason})`
       : `simulator: load and bottleneck ${notMeasured}`,
   ];
-  if (o.interruptedDuringStartUp) {
+  if (startUp) {
     lines.push(`interrupted during start-up, ${r.blocks.activated === 0 ? "before any block activated" : "before the measured time"}: thresholds not checked`);
     return lines;
   }

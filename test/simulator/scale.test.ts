@@ -120,6 +120,50 @@ describe("simulator past one process and one machine", () => {
     expect(twice.stderr).toContain("the parts overlap");
   });
 
+  it("a shard cut short by a signal says so in its report, and the merge of it is not a pass", { timeout: 90_000 }, async () => {
+    const scenario = join(dir, "cut.yaml");
+    writeFileSync(scenario, ["name: cut", "seed: 6", "blocks: { count: 4, node_id: 'CUT{seed}N{index:8}' }", "devices: [{ type: temperature, rate: 4 }]", "duration_s: 3", "thresholds: ['errors == 0']"].join("\n"));
+    const reports = [join(dir, "cut0.json"), join(dir, "cut1.json")];
+    const args = (i: number): string[] => ["sim", "--headless", "--server", urls[0] as string, "--token", TOKEN, "--scenario", scenario, "--shard", `${i}/2`, "--workers", "1", "--report", reports[i] as string, "--progress", "0.2"];
+    // Shard 0 gets SIGTERM once its measured time has begun (a progress line [m:ss/0:03]); shard 1 runs to its end.
+    const cut = new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, ["--import", "tsx", "cli/index.ts", ...args(0)], { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"] });
+      children.add(child);
+      let stderr = "";
+      let sent = false;
+      const timer = setTimeout(() => reject(new Error(`the cut shard did not end within 45 s:\n${stderr}`)), 45_000);
+      child.stderr?.on("data", (c: Buffer) => {
+        stderr += c.toString();
+        if (!sent && /^\[0:0\d\/0:03\]/m.test(stderr)) {
+          sent = true;
+          child.kill("SIGTERM");
+        }
+      });
+      child.on("exit", (code) => {
+        clearTimeout(timer);
+        children.delete(child);
+        resolve({ code, stderr });
+      });
+    });
+    const [first, second] = await Promise.all([cut, blockkit(args(1))]);
+    expect(first.code, first.stderr).toBe(143);
+    expect(second.code, second.stderr).toBe(0);
+    const shard0 = JSON.parse(readFileSync(reports[0] as string, "utf8")) as MergedReport;
+    expect(shard0.interrupted).toEqual({ signal: "SIGTERM", during_start_up: false });
+    expect(shard0.passed).toBe(false);
+    expect((JSON.parse(readFileSync(reports[1] as string, "utf8")) as MergedReport).interrupted ?? null).toBeNull();
+
+    const merged = join(dir, "cut-merged.json");
+    const m = await blockkit(["sim", "merge", ...reports, "--report", merged]);
+    // Before: exit 0, the thresholds (no error) passing on a part that measured less than asked.
+    expect(m.code, m.stderr).toBe(1);
+    expect(m.stderr).toContain("part 0/2 was interrupted (SIGTERM): the merge is not a pass");
+    const doc = JSON.parse(readFileSync(merged, "utf8")) as MergedReport;
+    expect(doc.passed).toBe(false);
+    expect(doc.interrupted).toEqual({ signal: "SIGTERM", during_start_up: false });
+    expect(doc.parts.map((p) => p.interrupted)).toEqual([{ signal: "SIGTERM", during_start_up: false }, null]);
+  });
+
   it("--server twice: blocks round robin over the servers", { timeout: 60_000 }, async () => {
     const run = await blockkit(["sim", "--headless", "--server", urls[0] as string, "--server", urls[1] as string, "--token", TOKEN, "--blocks", "6", "--devices", "1", "--duration", "1", "--seed", "41", "--workers", "1"]);
     expect(run.code, run.stderr).toBe(0);
