@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { BlockkitServer } from "./controller.js";
-import { openapiDocument } from "./http/openapi.js";
+import { openapiDocument } from "./http/openapi/index.js";
 
 /** Where the reference lives in the repository, and the command that writes it. */
 export const REFERENCE_PATH = "docs/openapi.json";

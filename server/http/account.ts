@@ -10,7 +10,7 @@ import { BLOCKKIT_VERSION } from "../../protocol/version.js";
 import { notFound } from "../errors.js";
 import type { Services } from "../services/index.js";
 import { userOf } from "./auth.js";
-import { doc } from "./openapi.js";
+import { doc } from "./openapi/route-doc.js";
 import { User } from "../../protocol/responses.js";
 
 export function accountRoutes(app: FastifyInstance, s: Services): void {

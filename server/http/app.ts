@@ -26,8 +26,8 @@ import { FastIngest, type RequestListener } from "./fast-ingest.js";
 import { MAX_JSON_DEPTH, SCHEMA_KEYWORDS, nestedDeeperThan } from "./schema-keywords.js";
 import type { StoreHealth } from "../services/store-health.js";
 import { closeRefusedUpgrades, streamRoutes } from "./stream.js";
-import { installDocs } from "./openapi.js";
-import { doc } from "./openapi.js";
+import { installDocs } from "./openapi/index.js";
+import { doc } from "./openapi/route-doc.js";
 import { Health } from "../../protocol/responses.js";
 
 export { JSON_BODY_LIMIT, REST_PREFIX, SNAPSHOT_BODY_LIMIT } from "./constants.js";

@@ -18,7 +18,7 @@ import type { CommandRow, IngestEvent } from "../store/types.js";
 import type { BlockPrincipal } from "../services/auth.js";
 import { blockOf, isConstrainedClient } from "./auth.js";
 import { onClientGone } from "./client-gone.js";
-import { type RouteDoc, doc } from "./openapi.js";
+import { type RouteDoc, doc } from "./openapi/route-doc.js";
 import { Commands } from "../../protocol/responses.js";
 
 const LANE =

@@ -7,7 +7,7 @@ import type { Services } from "../services/index.js";
 import type { BlockRow } from "../store/types.js";
 import { userOf } from "./auth.js";
 import { onClientGone } from "./client-gone.js";
-import { doc } from "./openapi.js";
+import { doc } from "./openapi/route-doc.js";
 import { AwaitingBlocks, Block, BlockMap, BlockToken } from "../../protocol/responses.js";
 
 const UNKNOWN = "No block with this node id among yours (another user's block is reported the same way).";

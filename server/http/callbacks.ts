@@ -7,7 +7,7 @@ import type { Services } from "../services/index.js";
 import { assertOutboundUrl } from "../services/outbound-policy.js";
 import { newToken } from "../services/secrets.js";
 import { userOf } from "./auth.js";
-import { doc } from "./openapi.js";
+import { doc } from "./openapi/route-doc.js";
 import { Callback } from "../../protocol/responses.js";
 
 const UNKNOWN = "No device with this GUID among yours.";

@@ -10,7 +10,7 @@ import { GuidParam } from "../../protocol/payloads.js";
 import type { Services } from "../services/index.js";
 import type { DeviceRow } from "../store/types.js";
 import { blockToken, userOf } from "./auth.js";
-import { doc } from "./openapi.js";
+import { doc } from "./openapi/route-doc.js";
 
 /** Largest upload (DESIGN.md "Limits"), the stream listener's body limit too. */
 const SNAPSHOT_BODY_LIMIT = 10 * 1024 * 1024;

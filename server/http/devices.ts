@@ -5,7 +5,7 @@ import { type DevicePut as DevicePutBody, DevicePut, GuidParam, HistoryQuery, da
 import { ServiceError, badRequest } from "../errors.js";
 import type { Services } from "../services/index.js";
 import { userOf } from "./auth.js";
-import { doc } from "./openapi.js";
+import { doc } from "./openapi/route-doc.js";
 import { DataPoints, Device, DeviceMap, Heartbeat } from "../../protocol/responses.js";
 
 const UNKNOWN = "No device with this GUID among yours (another user's device is reported the same way).";

@@ -13,7 +13,7 @@ import { assertOutboundUrl } from "../services/outbound-policy.js";
 import type { Services } from "../services/index.js";
 import { ensureServiceDevice } from "../services/service-devices.js";
 import { userOf } from "./auth.js";
-import { doc } from "./openapi.js";
+import { doc } from "./openapi/route-doc.js";
 import { ServiceDevice } from "../../protocol/responses.js";
 
 const TargetBody = Type.Object({ target: Type.String({ minLength: 1, maxLength: 2048 }) }, { additionalProperties: true });

@@ -7,7 +7,7 @@ import type { FastifyInstance } from "fastify";
 import { forbidden, unauthorized } from "../errors.js";
 import type { Services } from "../services/index.js";
 import { safeEqual } from "../services/secrets.js";
-import { doc } from "./openapi.js";
+import { doc } from "./openapi/route-doc.js";
 
 const isLoopback = (ip: string): boolean => ip.startsWith("127.") || ip.startsWith("::ffff:127.") || ip === "::1";
 

@@ -11,7 +11,7 @@ import { checkCsrf, csrfFor, field, form, loginRedirect, session } from "./pages
 import { consentPage } from "./pages/consent.js";
 import { contentSecurityPolicy, sendHtml } from "./pages/layout.js";
 import { Type } from "@sinclair/typebox";
-import { doc } from "./openapi.js";
+import { doc } from "./openapi/route-doc.js";
 import { OAuthToken } from "../../protocol/responses.js";
 
 const AUTHORIZE_PARAMS = ["client_id", "redirect_uri", "scope", "response_type", "state"] as const;

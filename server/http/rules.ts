@@ -5,7 +5,7 @@ import { RidParam, RuleBody } from "../../protocol/automation.js";
 import { ok } from "../../protocol/envelope.js";
 import type { Services } from "../services/index.js";
 import { userOf } from "./auth.js";
-import { type RouteDoc, doc } from "./openapi.js";
+import { type RouteDoc, doc } from "./openapi/route-doc.js";
 import { Rule, RuleCreated } from "../../protocol/responses.js";
 
 const UNKNOWN = "No rule with this id among yours (another user's rule is reported the same way).";

@@ -5,7 +5,7 @@ import { ok } from "../../protocol/envelope.js";
 import type { Services } from "../services/index.js";
 import { ensureServiceDevice } from "../services/service-devices.js";
 import { userOf } from "./auth.js";
-import { type RouteDoc, doc } from "./openapi.js";
+import { type RouteDoc, doc } from "./openapi/route-doc.js";
 import { ServiceDevice } from "../../protocol/responses.js";
 
 function serviceDoc(name: string, d: number, more: string): Record<string, unknown> {

@@ -13,7 +13,7 @@ import { badRequest } from "../errors.js";
 import type { Services } from "../services/index.js";
 import type { StreamHub, StreamSink } from "../services/stream/hub.js";
 import { userOf } from "./auth.js";
-import { doc } from "./openapi.js";
+import { doc } from "./openapi/route-doc.js";
 import { Type } from "@sinclair/typebox";
 
 /** Frames from clients are not part of the protocol; anything larger than this closes the socket. */

@@ -14,7 +14,7 @@ import type { Services } from "../services/index.js";
 import { assertOutboundUrl } from "../services/outbound-policy.js";
 import { hashToken } from "../services/secrets.js";
 import { userOf } from "./auth.js";
-import { doc } from "./openapi.js";
+import { doc } from "./openapi/route-doc.js";
 import { DataPoints, SubDeviceCreated, SubDeviceTokenOnly } from "../../protocol/responses.js";
 
 const UNKNOWN = "No device with this GUID among yours, or it has no such sub-device.";

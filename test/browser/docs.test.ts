@@ -7,7 +7,7 @@ import type { BrowserContext } from "playwright-core";
 import { launchChromium } from "./chromium.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlockkitServer } from "../../server/controller.js";
-import { openapiDocument } from "../../server/http/openapi.js";
+import { openapiDocument } from "../../server/http/openapi/index.js";
 
 
 describe("the API reference page in Chromium", () => {

@@ -14,7 +14,7 @@ import type { BlockJson, CallbackJson, DataPoint, DeviceJson, HeartbeatRecord, R
 import type { CallbackPayload } from "../../protocol/automation.js";
 import type { CommandsResponse } from "../../protocol/payloads.js";
 import type * as R from "../../protocol/responses.js";
-import { DOCS_PREFIX, doc as routeDoc, docsPolicy, installDocs, openapiDocument } from "../../server/http/openapi.js";
+import { DOCS_PREFIX, doc as routeDoc, docsPolicy, installDocs, openapiDocument } from "../../server/http/openapi/index.js";
 import { REFERENCE_COMMAND, REFERENCE_PATH, referenceText } from "../../server/reference.js";
 import { asBlock, asUser, freshNode } from "../helpers/core.js";
 import { type TestServer, startTestServer } from "../helpers/server.js";

@@ -1,6 +1,6 @@
 /** The pages' one stylesheet and icon: small, no web fonts, readable on a phone. */
 import type { FastifyInstance } from "fastify";
-import { pageDoc } from "../openapi.js";
+import { pageDoc } from "../openapi/route-doc.js";
 
 const CSS = `
 *{box-sizing:border-box}

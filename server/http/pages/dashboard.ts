@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { SEE_OTHER, pageDoc } from "../openapi.js";
+import { SEE_OTHER, pageDoc } from "../openapi/route-doc.js";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { notFound } from "../../errors.js";
 import type { Services } from "../../services/index.js";

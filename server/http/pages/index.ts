@@ -13,7 +13,7 @@ import { frame, html, securityHeaders, sendHtml } from "./layout.js";
 import { loginRoutes } from "./login.js";
 import { settingsActionRoutes } from "./settings-actions.js";
 import { settingsRoutes } from "./settings.js";
-import { SEE_OTHER, pageDoc } from "../openapi.js";
+import { SEE_OTHER, pageDoc } from "../openapi/route-doc.js";
 
 const TITLES: Record<number, string> = {
   400: "Something in the request is wrong",

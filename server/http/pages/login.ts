@@ -1,7 +1,7 @@
 /** `/auth/login` (the form and its post) and `/auth/logout`. */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "@sinclair/typebox";
-import { SEE_OTHER, pageDoc } from "../openapi.js";
+import { SEE_OTHER, pageDoc } from "../openapi/route-doc.js";
 import { ServiceError } from "../../errors.js";
 import { serializeCookie } from "../../services/accounts/cookies.js";
 import { PRE_SESSION_COOKIE } from "../../services/accounts/csrf.js";

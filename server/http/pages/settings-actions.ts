@@ -10,7 +10,7 @@ import type { Services } from "../../services/index.js";
 import { ensureServiceDevice } from "../../services/service-devices.js";
 import { checkCsrf, field, form, loginRedirect, session } from "./context.js";
 import { showSettings } from "./settings.js";
-import { SEE_OTHER, pageDoc } from "../openapi.js";
+import { SEE_OTHER, pageDoc } from "../openapi/route-doc.js";
 import { type TSchema, Type } from "@sinclair/typebox";
 
 const csrf = Type.String({ description: "the form's hidden CSRF field" });

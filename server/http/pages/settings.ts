@@ -1,6 +1,6 @@
 /** `GET /settings`: the account settings page (sign-in required). */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { SEE_OTHER, pageDoc } from "../openapi.js";
+import { SEE_OTHER, pageDoc } from "../openapi/route-doc.js";
 import { D } from "../../../protocol/device-types.js";
 import type { Session } from "../../services/accounts/sessions.js";
 import type { Services } from "../../services/index.js";
