@@ -56,9 +56,9 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ApiClient } from "../protocol/api-client.js";
 import { validateScenario } from "../simulator/scenario/parse.js";
 import { cpuTimeMs as cpuMsOf } from "./fixtures/proc-stats.js";
+import { bareSender } from "./fixtures/bare-send.js";
 import { startBare, startServer } from "./fixtures/procs.js";
 import { profiler } from "./fixtures/profiler.js";
 import { fleetRun, fleetTable, workersFor } from "./fixtures/sim-fleet.js";
@@ -68,8 +68,6 @@ import { figure, machine, sendEverySecond } from "./lib.js";
 // The built simulator (bench/run.ts builds first), as it runs in production.
 const RUNNER = "../dist/simulator/runner.js";
 const { SimRunner } = (await import(RUNNER)) as typeof import("../simulator/runner.js");
-const TRANSPORT = "../dist/simulator/fleet/transport.js";
-const { fleetTransport } = (await import(TRANSPORT)) as typeof import("../simulator/fleet/transport.js");
 const TOKEN = "bench-admin-token-0123456789";
 const SINK = Number(process.env.BENCH_SIM_SINK ?? 10_000);
 const STEPS = (process.env.BENCH_SIM_STEPS ?? "1000,10000").split(",").map(Number).filter((n) => n > 0);
@@ -173,47 +171,26 @@ async function capacity(label: string, baseUrl: string, blocks: number, seed: nu
  */
 async function bareLoop(baseUrl: string, blocks: number, profileTo = ""): Promise<{ cpuUsPerEvent: number; ackedPerSecond: number; cpuPercent: number }> {
   const prof = profiler(profileTo);
-  const api = new ApiClient({ baseUrl, token: TOKEN });
-  const nodes = Array.from({ length: blocks }, (_v, i) => `BARE${String(i).padStart(8, "0")}`);
-  const tokens: string[] = [];
-  for (let i = 0; i < nodes.length; i += 500) tokens.push(...(await Promise.all(nodes.slice(i, i + 500).map((n) => api.activateDirect(n)))));
-  const http = fleetTransport();
-  const { transport } = http;
-  let acked = 0;
-  let failed = 0;
-  let seq = 0;
-  const send = (i: number): void => {
-    const body = JSON.stringify({ G: "1", V: 0, D: 9, DA: (20 + Math.random()).toFixed(1), TIMESTAMP: Date.now(), KEY: `bare.${(seq++).toString(36)}` });
-    transport
-      .send({ method: "POST", url: `${baseUrl}/block/${nodes[i]}/data`, headers: { "x-service-token": tokens[i] as string, "content-type": "application/json" }, body, timeoutMs: 15_000 })
-      .then(
-        (res) => {
-          if (res.status === 200) acked++;
-          else failed++;
-        },
-        () => {
-          failed++;
-        },
-      );
-  };
+  const bare = await bareSender(baseUrl, TOKEN, blocks);
+  const send = (i: number): void => bare.send(i);
   const stopSending = sendEverySecond(blocks, send);
   await new Promise((r) => setTimeout(r, 3000));
   prof.start();
   const cpu0 = process.cpuUsage();
-  const acked0 = acked;
+  const acked0 = bare.acked;
   const w0 = performance.now();
   await new Promise((r) => setTimeout(r, SECONDS * 1000));
   const cpu = process.cpuUsage(cpu0);
   const wallS = (performance.now() - w0) / 1000;
-  const n = acked - acked0;
+  const n = bare.acked - acked0;
   await prof.stop();
   stopSending();
-  await http.close();
+  await bare.close();
   const result = { cpuUsPerEvent: (cpu.user + cpu.system) / n, ackedPerSecond: n / wallS, cpuPercent: (cpu.user + cpu.system) / 1e4 / wallS };
   process.stdout.write(`\nbare loop, ${blocks} blocks × 1 POST/s (the simulator's transport: 32 connections, 8 calls pipelined on each):\n`);
   figure("  acknowledged", result.ackedPerSecond, "events/s", { name: "offered", value: blocks });
   figure("  CPU", result.cpuPercent, "% of one core");
-  figure("  failed", failed, "requests");
+  figure("  failed", bare.failed, "requests");
   return result;
 }
 

@@ -3,6 +3,18 @@ import { describe, expect, it } from "vitest";
 import { SimRunner } from "../../simulator/runner.js";
 import { validateScenario } from "../../simulator/scenario/parse.js";
 
+/** A runner of two blocks against an address where nothing listens (their activation never comes). */
+function unreachable(scenario: Record<string, unknown>, clock?: () => number): SimRunner {
+  return new SimRunner({
+    scenario: validateScenario({ blocks: { count: 2 }, devices: [{ type: "temperature" }], ...scenario }),
+    baseUrl: "http://127.0.0.1:9/rest/v0",
+    token: "unused-token-000000",
+    callbackHost: "127.0.0.1",
+    drainTimeoutMs: 100,
+    clock,
+  });
+}
+
 describe("SimRunner and Fleet lifecycle", () => {
   it("a runner that is built but never started opens nothing, and stops cleanly", async () => {
     const runner = new SimRunner({
@@ -22,13 +34,7 @@ describe("SimRunner and Fleet lifecycle", () => {
   });
 
   it("a stop asked for before start() returned ends the run once it starts", { timeout: 20_000 }, async () => {
-    const runner = new SimRunner({
-      scenario: validateScenario({ blocks: { count: 2 }, devices: [{ type: "temperature" }], duration_s: 60 }),
-      baseUrl: "http://127.0.0.1:9/rest/v0",
-      token: "unused-token-000000",
-      callbackHost: "127.0.0.1",
-      drainTimeoutMs: 100,
-    });
+    const runner = unreachable({ duration_s: 60 });
     const texts: string[] = [];
     runner.onLog((e) => texts.push(e.text));
     runner.requestStop();
@@ -43,14 +49,7 @@ describe("SimRunner and Fleet lifecycle", () => {
   it("a stop during start-up opens no measured window: no warm-up, no chaos, nothing measured", { timeout: 20_000 }, async () => {
     // A clock that moves 250 ms at each read: any window opened on the way to the drain would measure time.
     let reads = 0;
-    const runner = new SimRunner({
-      scenario: validateScenario({ blocks: { count: 2 }, devices: [{ type: "temperature" }], duration_s: 60, warmup_s: 1, chaos: [{ at_s: 0, action: "burst", blocks: 1, events: 5 }] }),
-      baseUrl: "http://127.0.0.1:9/rest/v0",
-      token: "unused-token-000000",
-      callbackHost: "127.0.0.1",
-      drainTimeoutMs: 100,
-      clock: () => Date.now() + 250 * reads++,
-    });
+    const runner = unreachable({ duration_s: 60, warmup_s: 1, chaos: [{ at_s: 0, action: "burst", blocks: 1, events: 5 }] }, () => Date.now() + 250 * reads++);
     const texts: string[] = [];
     runner.onLog((e) => texts.push(e.text));
     runner.requestStop();
