@@ -15,6 +15,17 @@ function unreachable(scenario: Record<string, unknown>, clock?: () => number): S
   });
 }
 
+/** Asks the runner to stop before it starts, then starts it: its report and log lines. */
+async function stoppedAtOnce(runner: SimRunner): Promise<{ report: Awaited<SimRunner["finished"]>; texts: string[] }> {
+  const texts: string[] = [];
+  runner.onLog((e) => texts.push(e.text));
+  runner.requestStop();
+  await runner.start();
+  const report = await runner.finished;
+  await runner.stop();
+  return { report, texts };
+}
+
 describe("SimRunner and Fleet lifecycle", () => {
   it("a runner that is built but never started opens nothing, and stops cleanly", async () => {
     const runner = new SimRunner({
@@ -34,14 +45,8 @@ describe("SimRunner and Fleet lifecycle", () => {
   });
 
   it("a stop asked for before start() returned ends the run once it starts", { timeout: 20_000 }, async () => {
-    const runner = unreachable({ duration_s: 60 });
-    const texts: string[] = [];
-    runner.onLog((e) => texts.push(e.text));
-    runner.requestStop();
-    await runner.start();
     // Before: the request reached no run loop, and the run waited out its ramp limit and its 60 s.
-    const report = await runner.finished;
-    await runner.stop();
+    const { report, texts } = await stoppedAtOnce(unreachable({ duration_s: 60 }));
     expect(report.duration_s).toBeLessThan(1);
     expect(texts.filter((t) => t.startsWith("ramp-up incomplete"))).toEqual([]);
   });
@@ -49,13 +54,7 @@ describe("SimRunner and Fleet lifecycle", () => {
   it("a stop during start-up opens no measured window: no warm-up, no chaos, nothing measured", { timeout: 20_000 }, async () => {
     // A clock that moves 250 ms at each read: any window opened on the way to the drain would measure time.
     let reads = 0;
-    const runner = unreachable({ duration_s: 60, warmup_s: 1, chaos: [{ at_s: 0, action: "burst", blocks: 1, events: 5 }] }, () => Date.now() + 250 * reads++);
-    const texts: string[] = [];
-    runner.onLog((e) => texts.push(e.text));
-    runner.requestStop();
-    await runner.start();
-    const report = await runner.finished;
-    await runner.stop();
+    const { report, texts } = await stoppedAtOnce(unreachable({ duration_s: 60, warmup_s: 1, chaos: [{ at_s: 0, action: "burst", blocks: 1, events: 5 }] }, () => Date.now() + 250 * reads++));
     // Before: the run went through warm-up and "running" (measure start set, chaos started) to the
     // drain, and reported the clock's steps as measured time.
     expect(report.duration_s).toBe(0);
