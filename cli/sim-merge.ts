@@ -51,9 +51,8 @@ export function registerMerge(sim: Command): void {
       process.stderr.write(`merged ${reports.length} reports: ${merged.parts.map((p) => `part ${p.index}/${p.count} ${p.blocks} blocks`).join(", ")}\n`);
       for (const line of summaryLines(merged)) process.stderr.write(`${line}\n`);
       // A part cut short measured less than the scenario asks: the merge is not a pass (exit 1).
-      for (const p of merged.parts.filter((x) => x.interrupted !== null)) {
-        const i = p.interrupted as import("../simulator/report.js").Interrupted;
-        process.stderr.write(`part ${p.index}/${p.count} was interrupted (${i.signal})${i.during_start_up ? " during start-up" : ""}: the merge is not a pass\n`);
+      for (const { index, count, interrupted: i } of merged.parts) {
+        if (i !== null) process.stderr.write(`part ${index}/${count} was interrupted (${i.signal})${i.during_start_up ? " during start-up" : ""}: the merge is not a pass\n`);
       }
       process.exit(merged.passed ? 0 : 1);
     });

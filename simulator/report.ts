@@ -235,20 +235,15 @@ function cpuText(sim: Report["simulator"]): string {
  */
 export const MIN_MEASURED_S = 1;
 
-export interface SummaryOptions {
-  /**
-   * The run was stopped by a signal during its start-up, before the measured time: say so instead
-   * of blaming the server. Default: what the report's `interrupted` says.
-   */
-  interruptedDuringStartUp?: boolean;
-}
-
-/** Human lines for the end of a headless run (stderr). */
-export function summaryLines(r: Report, o: SummaryOptions = {}): string[] {
+/**
+ * Human lines for the end of a headless run (stderr). A run stopped by a signal during its start-up
+ * (the report's `interrupted`) says so instead of blaming the server.
+ */
+export function summaryLines(r: Report): string[] {
   const lat = (name: string, s: Report["latency_ms"]["ingest"]): string =>
     s.count === 0 ? `${name}: no samples` : `${name}: p50 ${ms(s.p50)} p90 ${ms(s.p90)} p99 ${ms(s.p99)} max ${ms(s.max)} ms (${s.count})`;
   const measured = r.duration_s >= MIN_MEASURED_S;
-  const startUp = o.interruptedDuringStartUp ?? r.interrupted?.during_start_up === true;
+  const startUp = r.interrupted?.during_start_up === true;
   const notMeasured = `not measured (${r.duration_s} s measured${startUp ? ": interrupted during start-up" : ""})`;
   const lines = [
     `blocks ${r.blocks.activated}/${r.blocks.planned} activated, events ${r.counts.events_acked}/${r.counts.events_sent} acked, ${r.counts.errors} errors, ${r.counts.throttled ?? 0} throttled, ` +

@@ -4,9 +4,10 @@
  * It listens on a unix socket in its own directory and on no TCP port: PostgreSQL cannot take port 0
  * (its `port` runs from 1), and a port picked free beforehand could be taken by another test before
  * PostgreSQL binds it, or while it is stopped between a test's stop() and start(). The socket's
- * directory is this instance's alone, so nothing can take its place. As root, initdb and pg_ctl run as the `postgres` user (initdb refuses root). Where the
- * binaries are missing the tests that need one are left out with a visible message, unless
- * BLOCKKIT_REQUIRE_PG=1 (CI), where that is an error.
+ * directory is this instance's alone, so nothing can take its place. As root, initdb and pg_ctl
+ * run as the `postgres` user (initdb refuses root). Where the binaries are missing the tests that
+ * need one are left out with a visible message, unless BLOCKKIT_REQUIRE_PG=1 (CI), where that is an
+ * error.
  */
 import { execFile } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";

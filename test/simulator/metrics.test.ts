@@ -166,14 +166,15 @@ describe("report", () => {
   it("says a run stopped during start-up was interrupted, not failed by the server, and measures nothing over its empty window", () => {
     const i = input(0);
     const early = buildReport({ ...i, measuredMs: 0, measuredAcked: 0, blocks: { planned: 3, activated: 0, failed: 3 } });
-    const text = summaryLines(early, { interruptedDuringStartUp: true }).join("\n");
+    const cutEarly = { signal: "SIGINT", during_start_up: true } as const;
+    const text = summaryLines({ ...early, interrupted: cutEarly }).join("\n");
     expect(text).toContain("interrupted during start-up, before any block activated: thresholds not checked");
     expect(text).not.toContain("FAIL");
     expect(text).not.toContain("server reachable");
     expect(text).not.toMatch(/CPU|µs\/event|bottleneck: |\/s$/m);
     expect(text).toMatch(/^simulator: load and bottleneck not measured \(0 s measured: interrupted during start-up\)$/m);
     expect(text).toMatch(/throttled, rate not measured/);
-    const someUp = summaryLines(buildReport({ ...i, measuredMs: 0, blocks: { planned: 3, activated: 1, failed: 2 } }), { interruptedDuringStartUp: true });
+    const someUp = summaryLines({ ...buildReport({ ...i, measuredMs: 0, blocks: { planned: 3, activated: 1, failed: 2 } }), interrupted: cutEarly });
     expect(someUp.at(-1)).toBe("interrupted during start-up, before the measured time: thresholds not checked");
     // A window under a second (a run stopped just after its warm-up) has no rate or load either; a full one has.
     expect(summaryLines(buildReport({ ...i, measuredMs: 400 })).join("\n")).toMatch(/^simulator: load and bottleneck not measured \(0\.4 s measured\)$/m);
