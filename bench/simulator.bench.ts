@@ -24,7 +24,7 @@
  *    every resume would re-open 10,000 polls at once and no window would see a renewal.) Running
  *    both at once instead would make each the other's load on two cores, the sink serving both.
  *    BENCH_SIM_SINK_PAIRS=0: the comparison of before, a whole run of each, one after the other.
- *    Six runs of each, alternated: medians 1.91–2.02 ×, whole runs 1.82–2.17 × (docs/performance.md).
+ *    Six runs of each, alternated: medians 1.91–2.02 ×, whole runs 1.82–2.17 × (docs/performance-simulator.md).
  * 3. The same fleet shape against the real server (1 000 and 10 000 blocks by default): who limits
  *    the run.
  * 4. The fleet in several processes: `blockkit sim --workers 2` (the built CLI, as a user runs it)
