@@ -15,7 +15,7 @@ import { ingestTransaction } from "../server/store/sqlite/devices.js";
 import { openSqliteStore } from "../server/store/sqlite/index.js";
 import { ReadingsStaging, WAL_AUTOCHECKPOINT_PAGES } from "../server/store/sqlite/staging.js";
 import type { IngestEvent } from "../server/store/types.js";
-import { figure } from "./lib.js";
+import { figure, median } from "./lib.js";
 
 const BLOCKS = 10_000;
 const BATCH = Number(process.env.BENCH_CHECKPOINT_BATCH ?? 128);
@@ -88,10 +88,6 @@ export async function checkpointPart(dir: string): Promise<void> {
       process.stdout.write(`  round ${r + 1}, checkpoint every ${pages} pages: CPU ${c.cpu.toFixed(1)}, statements + COMMIT ${c.statements.toFixed(1)}, flush ${c.flush.toFixed(1)}, moves ${c.move.toFixed(1)}\n`);
     }
   }
-  const median = (xs: number[]): number => {
-    const s = [...xs].sort((a, b) => a - b);
-    return s.length % 2 ? (s[(s.length - 1) / 2] as number) : ((s[s.length / 2 - 1] as number) + (s[s.length / 2] as number)) / 2;
-  };
   const base = costs.get(1000) as Cost[];
   const now = costs.get(WAL_AUTOCHECKPOINT_PAGES) as Cost[];
   for (const k of ["cpu", "statements", "flush", "move"] as const) {

@@ -11,14 +11,13 @@
 import pg from "pg";
 import { openStore } from "../server/store/index.js";
 import type { IngestEvent, Store } from "../server/store/types.js";
-import { figure, machine } from "./lib.js";
+import { figure, machine, median } from "./lib.js";
 
 const PG_URL = process.env.BLOCKKIT_TEST_PG ?? process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const COMMITS = Number(process.env.BENCH_COMMITS ?? 300);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DEVICES = 64;
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 const LEASE = { lease: "bench", leaseMs: 600_000 };
 

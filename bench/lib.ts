@@ -1,10 +1,34 @@
-/** Shared pieces of the benchmarks: percentiles, a machine line, and figure printing. */
+/** Shared pieces of the benchmarks: medians and percentiles, a machine line, and figure printing. */
 import { cpus, totalmem } from "node:os";
 
-export function percentile(sorted: number[], p: number): number {
+/**
+ * The q-quantile (0..1) of ascending `sorted` by linear interpolation between its neighbours
+ * (Hyndman and Fan's type 7, numpy's default): the median of an even count is the mean of the two
+ * middle values, and the quartiles and percentiles follow the same rule. NaN when empty; a
+ * position on a value, or between equal ones (two Infinity values too), gives that value.
+ */
+function quantileOfSorted(sorted: readonly number[], q: number): number {
   if (sorted.length === 0) return Number.NaN;
-  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[i] as number;
+  const pos = (sorted.length - 1) * Math.min(1, Math.max(0, q));
+  const at = Math.floor(pos);
+  const lo = sorted[at] as number;
+  const hi = sorted[Math.ceil(pos)] as number;
+  return pos === at || lo === hi ? lo : lo + (hi - lo) * (pos - at);
+}
+
+/** The q-quantile (0..1) of `values`, in any order (see quantileOfSorted). */
+export function quantile(values: readonly number[], q: number): number {
+  return quantileOfSorted([...values].sort((a, b) => a - b), q);
+}
+
+/** The median of `values`, in any order: the middle one, or the mean of the two middle ones. */
+export function median(values: readonly number[]): number {
+  return quantile(values, 0.5);
+}
+
+/** The p-th percentile (0..100) of ascending `sorted`: the same rule as quantile(), p50 the median. */
+export function percentile(sorted: readonly number[], p: number): number {
+  return quantileOfSorted(sorted, p / 100);
 }
 
 export function machine(): string {

@@ -27,7 +27,7 @@ import { openSqliteStore } from "../server/store/sqlite/index.js";
 import type { Sample } from "./fixtures/normal-client.js";
 import { type Proc, fdsOf, rssOf, startServer } from "./fixtures/procs.js";
 import type { Report } from "./fixtures/slow-body.js";
-import { figure, machine, percentile } from "./lib.js";
+import { figure, machine, median, percentile } from "./lib.js";
 
 const POLLS = Number(process.env.BENCH_POLLS ?? 10_000);
 const ATTACKERS = Number(process.env.BENCH_ATTACKERS ?? 10_000);
@@ -346,11 +346,6 @@ async function commands(v: Variant, n: number): Promise<void> {
     v.command.push(performance.now() - t0);
   }
 }
-
-const median = (a: number[]): number => {
-  const s = [...a].sort((x, y) => x - y);
-  return ((s[(s.length - 1) >> 1] as number) + (s[s.length >> 1] as number)) / 2;
-};
 
 async function cost(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "bk-bench-limits-cost-"));

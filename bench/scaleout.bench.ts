@@ -35,7 +35,7 @@ import { pgSchema } from "./fixtures/pg-schema.js";
 import { cpuTimeMs as cpuMs } from "./fixtures/proc-stats.js";
 import { type Proc, startServer } from "./fixtures/procs.js";
 import { type BenchReceiver, startReceiver } from "./fixtures/receiver.js";
-import { figure, machine, percentile } from "./lib.js";
+import { figure, machine, median, percentile } from "./lib.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const LATENCY_SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
@@ -114,12 +114,6 @@ async function sqliteIngest(dataDir: string, cwd: string | undefined, receiver: 
     await lite.stop();
   }
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
 
 /** SQLite ingest without and with callbacks, this tree (and the build at BENCH_BASE, alternated). */
 async function sqliteCallbacksIngest(dir: string): Promise<void> {

@@ -11,7 +11,7 @@ import { type Server, type Socket, connect, createServer } from "node:net";
 import { Registry, collectDefaultMetrics } from "prom-client";
 import { performance } from "node:perf_hooks";
 import { processMetrics } from "../server/services/metrics.js";
-import { figure } from "./lib.js";
+import { figure, median } from "./lib.js";
 
 const CONNECTIONS = Number(process.env.BENCH_SCRAPE_CONNECTIONS ?? 8000);
 const ROUNDS = Number(process.env.BENCH_SCRAPE_ROUNDS ?? 5);
@@ -29,7 +29,6 @@ interface Cost {
   cpu: number;
 }
 
-const median = (xs: number[]): number => [...xs].sort((x, y) => x - y)[xs.length >> 1] as number;
 
 /** Event-loop busy ms and process CPU ms per scrape (medians of the round's scrapes). */
 async function scrapeCost(r: Registry): Promise<Cost> {

@@ -18,7 +18,7 @@ import { BlockkitServer } from "../server/controller.js";
 import { AuthService } from "../server/services/auth.js";
 import { openSqliteStore } from "../server/store/sqlite/index.js";
 import { startBare, startServer } from "./fixtures/procs.js";
-import { figure, machine, percentile } from "./lib.js";
+import { figure, machine, median, percentile } from "./lib.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 24);
 /** Alternating rounds of the ingest benchmark (bare, then blockkit, SECONDS / ROUNDS each). */
@@ -81,11 +81,10 @@ async function ingest(): Promise<void> {
     db.close();
     const bk = rounds.reduce((a, r) => a + r.bk, 0) / rounds.length;
     const bareRps = rounds.reduce((a, r) => a + r.bare, 0) / rounds.length;
-    const ratios = rounds.map((r) => r.bk / r.bare).sort((x, y) => x - y);
-    const median = (ratios[(ratios.length - 1) >> 1] as number + (ratios[ratios.length >> 1] as number)) / 2;
+    const ratio = median(rounds.map((r) => r.bk / r.bare));
     figure("ingest bare node:http", bareRps, "req/s");
     figure("ingest blockkit POST /block/:nodeId/data (durable)", bk, "req/s", { name: "bare", value: bareRps });
-    process.stdout.write(`ingest ratio per round: ${rounds.map((r) => (r.bk / r.bare).toFixed(2)).join(" ")}; median ${median.toFixed(2)}\n`);
+    process.stdout.write(`ingest ratio per round: ${rounds.map((r) => (r.bk / r.bare).toFixed(2)).join(" ")}; median ${ratio.toFixed(2)}\n`);
     figure("ingest errors (errors+timeouts+non-2xx)", errors, "");
     figure("ingest acknowledged", acked, "events");
     figure("ingest stored", stored, "events", { name: "acknowledged", value: acked });
@@ -225,7 +224,7 @@ async function history(): Promise<void> {
         await f();
         ms.push(performance.now() - t0);
       }
-      return ms.sort((a, b) => a - b)[3] as number;
+      return median(ms);
     };
     let points = 0;
     const api = await timeIt(async () => {
@@ -271,12 +270,11 @@ async function revocationPoll(): Promise<void> {
       const b = await load(first ? on.port : off.port, nodes, first ? onTokens : offTokens, SECONDS / ROUNDS / 2);
       rounds.push(first ? { off: a.requests.average, on: b.requests.average } : { on: a.requests.average, off: b.requests.average });
     }
-    const ratios = rounds.map((r) => r.on / r.off).sort((x, y) => x - y);
-    const median = ((ratios[(ratios.length - 1) >> 1] as number) + (ratios[ratios.length >> 1] as number)) / 2;
+    const ratio = median(rounds.map((r) => r.on / r.off));
     const mean = (k: "on" | "off") => rounds.reduce((a, r) => a + r[k], 0) / rounds.length;
     figure("ingest, revocation poll off (before)", mean("off"), "req/s");
     figure("ingest, revocation poll every 1 s", mean("on"), "req/s", { name: "poll off", value: mean("off") });
-    process.stdout.write(`revocation poll ratio per round: ${rounds.map((r) => (r.on / r.off).toFixed(3)).join(" ")}; median ${median.toFixed(3)}\n`);
+    process.stdout.write(`revocation poll ratio per round: ${rounds.map((r) => (r.on / r.off).toFixed(3)).join(" ")}; median ${ratio.toFixed(3)}\n`);
   } finally {
     await on.stop();
     await off.stop();

@@ -63,7 +63,7 @@ import { startBare, startServer } from "./fixtures/procs.js";
 import { profiler } from "./fixtures/profiler.js";
 import { fleetRun, fleetTable, workersFor } from "./fixtures/sim-fleet.js";
 import { sinkPairs } from "./fixtures/sink-pairs.js";
-import { figure, machine, sendEverySecond } from "./lib.js";
+import { figure, machine, median, sendEverySecond } from "./lib.js";
 
 // The built simulator (bench/run.ts builds first), as it runs in production.
 const RUNNER = "../dist/simulator/runner.js";
@@ -222,8 +222,7 @@ async function againstSink(): Promise<void> {
       ratios.push(sim.cpuUsPerEvent / bare.cpuUsPerEvent);
     }
     if (ratios.length > 1) {
-      const sorted = [...ratios].sort((a, b) => a - b);
-      process.stdout.write(`\nsimulator / bare loop over ${ratios.length} rounds: ${ratios.map((r) => r.toFixed(2)).join(", ")}; median ${(sorted[Math.floor(sorted.length / 2)] as number).toFixed(2)} ×\n`);
+      process.stdout.write(`\nsimulator / bare loop over ${ratios.length} rounds: ${ratios.map((r) => r.toFixed(2)).join(", ")}; median ${median(ratios).toFixed(2)} ×\n`);
     }
   } finally {
     await sink.stop();

@@ -13,7 +13,7 @@
  */
 import { join } from "node:path";
 import type { BlockTransport, TransportCallbacks, TransportRequest, TransportResponse } from "../protocol/transport.js";
-import { figure, machine, sendEverySecond } from "./lib.js";
+import { figure, machine, median, sendEverySecond } from "./lib.js";
 
 const ROOT = process.env.BENCH_PATH_ROOT ?? join(import.meta.dirname, "..");
 const BLOCKS = Number(process.env.BENCH_PATH_BLOCKS ?? 10_000);
@@ -98,8 +98,6 @@ async function barePath(): Promise<number[]> {
   stopSending();
   return result;
 }
-
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 process.stdout.write(`machine: ${machine()}\nper-reading path of ${ROOT}, ${BLOCKS} blocks × 1 reading/s, ${ROUNDS} rounds of ${SECONDS} s:\n`);
 const fleet = await fleetPath();

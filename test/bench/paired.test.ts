@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { PausableClock, quantile, summarisePairs } from "../../bench/fixtures/paired.js";
+import { PausableClock, summarisePairs } from "../../bench/fixtures/paired.js";
+import { median } from "../../bench/lib.js";
 
 describe("PausableClock", () => {
   it("stands still while paused and goes on from there, never jumping", () => {
@@ -38,17 +39,6 @@ describe("PausableClock", () => {
   });
 });
 
-describe("quantile", () => {
-  it("interpolates between sorted neighbours, whatever the input order", () => {
-    expect(quantile([3, 1, 2], 0.5)).toBe(2);
-    expect(quantile([4, 1, 3, 2], 0.5)).toBe(2.5);
-    expect(quantile([1, 2, 3, 4, 5], 0.25)).toBe(2);
-    expect(quantile([1, 2], 0.25)).toBe(1.25);
-    expect(quantile([7], 0.75)).toBe(7);
-    expect(quantile([], 0.5)).toBeNaN();
-  });
-});
-
 describe("summarisePairs", () => {
   it("takes one ratio per pair of µs per event and their median, quartiles and range", () => {
     const w = (us: number, acked = 1000) => ({ cpuUs: us * acked, acked });
@@ -66,6 +56,18 @@ describe("summarisePairs", () => {
     expect(s.max).toBe(3);
     expect(s.simUs).toBe(45);
     expect(s.bareUs).toBe(20);
+  });
+
+  it("takes the mean of the two middle values for an even count, as the bench's median does everywhere", () => {
+    const w = (us: number) => ({ cpuUs: us * 100, acked: 100 });
+    const s = summarisePairs([
+      { sim: w(30), bare: w(20) }, // 1.5
+      { sim: w(50), bare: w(20) }, // 2.5
+    ]);
+    expect(s.median).toBe(2);
+    expect(s.median).toBe(median(s.ratios));
+    expect(s.q1).toBe(1.75);
+    expect(s.simUs).toBe(40);
   });
 
   it("leaves a pair whose window acknowledged nothing out of the figures", () => {
