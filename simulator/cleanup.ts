@@ -50,10 +50,14 @@ async function paced(pacer: CredentialPacer, call: () => Promise<unknown>): Prom
 /** The server's documented limit per credential (docs/api.md "Errors"), for a cleanup without a run. */
 const DEFAULT_REQUESTS_PER_S = 1000;
 
-/** Removes the callbacks of `callbackGuids`, then unpairs `nodeIds`. */
+/**
+ * Removes the callbacks of `callbackGuids`, then unpairs `nodeIds`. `inFlight`: those of them whose
+ * activation request was abandoned unanswered (Fleet.inFlightAtStop): one the server does not know
+ * (404) may still be claimed after the cleanup, and is reported among the failures.
+ */
 export async function cleanupFleet(
   api: ApiClient,
-  what: { nodeIds: string[]; callbackGuids: string[]; pacer?: CredentialPacer },
+  what: { nodeIds: string[]; callbackGuids: string[]; inFlight?: readonly string[]; pacer?: CredentialPacer },
 ): Promise<CleanupResult> {
   const result: CleanupResult = { blocks: 0, callbacks: 0, failed: [] };
   const pacer = what.pacer ?? new CredentialPacer(DEFAULT_REQUESTS_PER_S);
@@ -65,12 +69,14 @@ export async function cleanupFleet(
       if (!gone(err)) result.failed.push(`callback of ${guid}: ${(err as Error).message}`);
     }
   });
+  const inFlight = new Set(what.inFlight);
   await each(what.nodeIds, async (nodeId) => {
     try {
       await paced(pacer, () => api.unpairBlock(nodeId));
       result.blocks++;
     } catch (err) {
       if (!gone(err)) result.failed.push(`block ${nodeId}: ${(err as Error).message}`);
+      else if (inFlight.has(nodeId)) result.failed.push(`block ${nodeId}: its activation was still in flight at the stop; the server may claim it after this cleanup`);
     }
   });
   return result;

@@ -97,7 +97,12 @@ export function mergeReports(reports: Report[], o: { allowPartial?: boolean } = 
     scenario: first.scenario,
     started_at: reports.map((r) => r.started_at).sort()[0] as string,
     duration_s: Math.max(...reports.map((r) => r.duration_s)),
-    blocks: { planned: sum(reports, (r) => r.blocks.planned), activated: sum(reports, (r) => r.blocks.activated), failed: sum(reports, (r) => r.blocks.failed) },
+    blocks: {
+      planned: sum(reports, (r) => r.blocks.planned),
+      activated: sum(reports, (r) => r.blocks.activated),
+      failed: sum(reports, (r) => r.blocks.failed),
+      in_flight_at_stop: sum(reports, (r) => r.blocks.in_flight_at_stop ?? 0),
+    },
     counts,
     errors_by_kind: errors,
     throttled_by_kind: throttled,

@@ -274,6 +274,8 @@ export class SimRunner {
     this.commands.stop();
     this.fleet.quiesce();
     const deadline = this.clock() + (this.o.drainTimeoutMs ?? 15_000);
+    // Activations in flight are answered before the report counts them (and before the cleanup).
+    await this.fleet.finishActivations(this.o.drainTimeoutMs ?? 15_000);
     await this.commands.drain();
     while (this.clock() < deadline && (this.fleet.backlog() > 0 || this.commands.inFlight > 0)) await this.wait(100);
     // Callbacks are delivered within about a second of the data arriving.
@@ -287,7 +289,7 @@ export class SimRunner {
       histograms: { ingest: this.metrics.ingest.encode(), command: this.metrics.command.encode(), callback: this.metrics.callback.encode() },
       startedAt: this.startedAt,
       measuredMs,
-      blocks: { planned: this.fleet.planned, activated: this.fleet.activated, failed: this.fleet.planned - this.fleet.activated },
+      blocks: { planned: this.fleet.planned, activated: this.fleet.activated, failed: this.fleet.planned - this.fleet.activated, in_flight_at_stop: this.fleet.inFlightAtStop.length },
       metrics: this.metrics.snapshot(),
       load,
       measuredAcked,
@@ -310,6 +312,9 @@ export class SimRunner {
     this.timers.clear();
     this.commands.stop();
     this.chaos.stop();
+    // A run abandoned without its drain: what was asked is still answered first (see drain()).
+    this.fleet.quiesce();
+    await this.fleet.finishActivations(this.o.drainTimeoutMs ?? 15_000);
     await this.fleet.stop();
     await this.receiver.stop();
     this.load.stop();
@@ -317,6 +322,7 @@ export class SimRunner {
       this.cleanupResult = await cleanupFleet(this.api, {
         nodeIds: this.fleet.blocks.slice(0, this.fleet.running).map((b) => b.nodeId),
         callbackGuids: this.callbacks.registered,
+        inFlight: this.fleet.inFlightAtStop,
         pacer: this.fleet.pacer,
       });
       this.fleet.pacer.stop();

@@ -5,14 +5,29 @@
  * rate-limits the credential) is backpressure: the same request is asked again after the server's
  * Retry-After plus the backoff's jitter (so throttled blocks do not all come back at one instant),
  * or after the backoff alone when the server gave none.
+ *
+ * stop() abandons the request in flight; finish() lets it be answered first (bounded). The server
+ * carries out an activation request it received whether or not the block still waits for the
+ * answer: a block that abandons it may be claimed without knowing (the simulator's stop, issue 18).
  */
 import type { Logger } from "pino";
 import { type BlockClient, BlockClientError } from "../../protocol/block-client.js";
 import { type Backoff, retryAfterFloor, sleep } from "./backoff.js";
 import type { TokenStore } from "./types.js";
 
+/**
+ * What became of the request in flight when activation was finished (finish()): none was in flight,
+ * it was answered (with a token or not), or it was abandoned unanswered (the server may still carry it out).
+ */
+export type ActivationEnd = "none" | "answered" | "abandoned";
+
 export class Activator {
+  /** Ends the loop: no new request, no more waits. */
   private abort = new AbortController();
+  /** The request in flight's own: aborted by stop(), or by finish() once its time is up. */
+  private request: AbortController | null = null;
+  /** The last run(), for finish() to wait on. */
+  private running: Promise<string | null> = Promise.resolve(null);
   /** Activation requests answered 429 (each asked again after the Retry-After), for the agent's stats. */
   throttled = 0;
 
@@ -24,8 +39,13 @@ export class Activator {
     private userToken: string | undefined,
   ) {}
 
-  /** Resolves with a token, or null when stopped first. */
-  async run(): Promise<string | null> {
+  /** Resolves with a token, or null when stopped first (or finished without one). */
+  run(): Promise<string | null> {
+    this.running = this.loop();
+    return this.running;
+  }
+
+  private async loop(): Promise<string | null> {
     this.abort = new AbortController();
     const signal = this.abort.signal;
     const stored = await this.tokens.load();
@@ -37,7 +57,14 @@ export class Activator {
           this.log.warn({ nodeId: this.client.nodeId }, "waiting to be claimed: add this node id to an account (POST /block)");
           announced = true;
         }
-        const token = await this.client.activate({ userToken: this.userToken, signal });
+        const request = new AbortController();
+        this.request = request;
+        let token: string | null;
+        try {
+          token = await this.client.activate({ userToken: this.userToken, signal: request.signal });
+        } finally {
+          this.request = null;
+        }
         this.backoff.succeed();
         if (token) {
           await this.tokens.save(token);
@@ -62,6 +89,11 @@ export class Activator {
     return null;
   }
 
+  /** Whether an activation request is waiting for its answer. */
+  get inFlight(): boolean {
+    return this.request !== null;
+  }
+
   /** Forgets the stored token (it was refused). */
   forget(): Promise<void> {
     return this.tokens.clear();
@@ -69,5 +101,27 @@ export class Activator {
 
   stop(): void {
     this.abort.abort();
+    this.request?.abort();
+  }
+
+  /**
+   * Stops asking (no new request, no more waits) but lets the request in flight be answered for up
+   * to `ms` (0: abandon it, as stop() does); a token it brings is stored and run() resolves with it.
+   * Resolves with what became of that request once run() has settled.
+   */
+  async finish(ms: number): Promise<ActivationEnd> {
+    this.abort.abort();
+    const request = this.request;
+    // A failed run() (the token store) was reported by its caller.
+    const settled = (): Promise<unknown> => this.running.catch(() => null);
+    if (request === null) {
+      await settled();
+      return "none";
+    }
+    if (ms <= 0) request.abort();
+    const timer = ms > 0 ? setTimeout(() => request.abort(), ms) : undefined;
+    await settled();
+    clearTimeout(timer);
+    return request.signal.aborted ? "abandoned" : "answered";
   }
 }

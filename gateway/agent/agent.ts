@@ -16,6 +16,8 @@
  *   camera (D 1004) goes to the `camera` snapshot source when one is given. Unroutable commands
  *   are counted and logged.
  * - `stop()` ends the long-poll and the uplink, clears every timer; the outbox is closed by its owner.
+ * - `finishActivation(ms)` stops activating but lets the request in flight be answered first (the
+ *   simulator's stop: a request the server received is carried out whether or not anyone waits).
  * - Events: `state` (AgentState), `activated`, `revoked` (reason), `acked` (n), `dropped` (n),
  *   `rejected` (entry, message), `command` (cmd, target name or null), `snapshot` (guid, bytes).
  * - `stats()`: counters for /metrics and the simulator.
@@ -23,7 +25,7 @@
 import pino, { type Logger } from "pino";
 import type { Dispatcher } from "undici";
 import { BlockClient, type BlockClientError } from "../../protocol/block-client.js";
-import { Activator } from "./activator.js";
+import { type ActivationEnd, Activator } from "./activator.js";
 import { AgentInput } from "./agent-input.js";
 import { Backoff, type BackoffOptions } from "./backoff.js";
 import { CommandPoller } from "./poller.js";
@@ -186,6 +188,20 @@ export class BlockAgent extends AgentInput {
     this.activator.stop();
     await Promise.all([this.uplink.stop(), this.poller.stop()]);
     this.setState("stopped");
+  }
+
+  /**
+   * Stops activating: no new activation request, no more backoff waits; the request in flight may
+   * still be answered for up to `ms` (0: abandoned now). A token it brings activates the agent as
+   * any other does (`activated`). Resolves with what became of that request (activator.ts).
+   */
+  finishActivation(ms: number): Promise<ActivationEnd> {
+    return this.activator.finish(ms);
+  }
+
+  /** Whether an activation request is waiting for its answer. */
+  get activationInFlight(): boolean {
+    return this.activator.inFlight;
   }
 
   /** Registers a link that actuates commands. */

@@ -1,4 +1,5 @@
 /** The block agent: public API for the gateway daemon and the simulator. */
+export type { ActivationEnd } from "./activator.js";
 export { BlockAgent, type AgentState, type AgentStats, type BlockAgentOptions } from "./agent.js";
 export type { SnapshotSource } from "./router.js";
 export { Backoff, type BackoffOptions, sleep } from "./backoff.js";

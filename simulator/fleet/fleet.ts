@@ -55,6 +55,14 @@ export class Fleet {
   private started = 0;
   private stopped = false;
   private readonly claims = new Set<Promise<void>>();
+  /** Two-legged blocks the simulator claimed (POST /block answered): their held request gets the token. */
+  private readonly claimed = new Set<VirtualBlock>();
+  private finishing: Promise<void> | null = null;
+  /**
+   * Blocks whose activation request was still unanswered when the run gave up waiting
+   * (finishActivations): the server may claim them after the run, unseen.
+   */
+  readonly inFlightAtStop: string[] = [];
   activated = 0;
   activationFailed = 0;
   /** Resolves once every block was started (not necessarily activated). */
@@ -160,6 +168,7 @@ export class Fleet {
       if (this.stopped || b.activated) break;
       try {
         await this.o.api.claimBlock(b.nodeId);
+        this.claimed.add(b);
         this.o.log("info", `${b.nodeId}: claimed (two-legged activation)`);
         return;
       } catch (err) {
@@ -214,10 +223,54 @@ export class Fleet {
     for (const b of this.blocks) b.restore();
   }
 
+  /**
+   * The run ends (quiesce() first): no block asks for activation again, and the requests in flight
+   * may still be answered for up to `ms`. The server carries out a request it received whether or
+   * not the block waits for the answer: abandoned, a direct activation would claim a block that the
+   * run neither counts nor is sure to find in its cleanup (the unpair could reach the server first).
+   * A two-legged block's held request is waited for only once the simulator claimed the block (it is
+   * then answered at once); unclaimed, it is abandoned (nothing to carry out). Those still unanswered
+   * after `ms` are abandoned and listed in inFlightAtStop. Once; later calls wait for the first.
+   */
+  finishActivations(ms: number): Promise<void> {
+    this.finishing ??= this.finishAll(ms);
+    return this.finishing;
+  }
+
+  private async finishAll(ms: number): Promise<void> {
+    const clock = this.o.clock ?? Date.now;
+    const deadline = clock() + ms;
+    const waiting = this.blocks.slice(0, this.started).filter((b) => !b.activated);
+    // The simulator's own claims in flight come first: a claim made turns a held request into an answer.
+    if (this.claims.size > 0) await settledWithin([...this.claims], ms);
+    const answered = (b: VirtualBlock): boolean => b.index >= this.o.scenario.blocks.two_legged || this.claimed.has(b);
+    const inFlight = waiting.filter((b) => b.agent.activationInFlight && answered(b)).length;
+    const left = Math.max(0, deadline - clock());
+    if (inFlight > 0) this.o.log("info", `stopping: ${inFlight} activation request${inFlight === 1 ? "" : "s"} in flight, waiting up to ${Math.ceil(left / 100) / 10} s for the server's answer`);
+    await Promise.all(
+      waiting.map(async (b) => {
+        const wait = answered(b);
+        const end = await b.finishActivation(wait ? left : 0);
+        if (end === "abandoned" && wait) this.inFlightAtStop.push(b.nodeId);
+      }),
+    );
+    if (this.inFlightAtStop.length > 0) {
+      this.o.log("warn", `${this.inFlightAtStop.length} activation request${this.inFlightAtStop.length === 1 ? " was" : "s were"} still unanswered after ${Math.ceil(ms / 100) / 10} s: the server may claim ${this.inFlightAtStop.length === 1 ? "that block" : "those blocks"} after the run`);
+    }
+  }
+
   async stop(): Promise<void> {
     this.quiesce();
     await Promise.allSettled([...this.claims]);
     await Promise.all(this.blocks.slice(0, this.started).map((b) => b.stop()));
     await this.http?.close().catch(() => undefined);
   }
+}
+
+/** Resolves once every promise settled, or after `ms`, whichever comes first. */
+async function settledWithin(promises: Promise<unknown>[], ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const out = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  await Promise.race([Promise.allSettled(promises), out]);
+  clearTimeout(timer);
 }

@@ -5,7 +5,7 @@
  * Its devices and their fields are made in devices.ts, its readings rate kept in block-rate.ts.
  */
 import type { BlockTransport } from "../../protocol/transport.js";
-import { BlockAgent, type CommandTarget, type Reading, type SendWindow } from "../../gateway/agent/index.js";
+import { type ActivationEnd, BlockAgent, type CommandTarget, type Reading, type SendWindow } from "../../gateway/agent/index.js";
 import type { Command } from "../../protocol/payloads.js";
 import { cameraFrame } from "../jpeg.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -47,6 +47,8 @@ export class VirtualBlock implements CommandTarget {
   private readonly outbox: MeasuredOutbox;
   private running = false;
   private paused = false;
+  /** The run is ending (finishActivation()): an activation is still counted, but no reading follows it. */
+  private finishing = false;
   activated = false;
   activatedAt: number | null = null;
   sent = 0;
@@ -109,11 +111,11 @@ export class VirtualBlock implements CommandTarget {
       if (!this.activated) {
         this.activated = true;
         this.activatedAt = clock();
-        this.reportInitial();
+        if (!this.finishing) this.reportInitial();
         ctx.onActivated(this);
       }
       // Readings start with the token, so ingest latency measures the server, not activation.
-      if (this.running && !this.paused) this.schedule();
+      if (this.running && !this.paused && !this.finishing) this.schedule();
     });
     this.agent.on("rejected", (_entry: unknown, message: string) => {
       this.error("uplink_rejected");
@@ -164,6 +166,15 @@ export class VirtualBlock implements CommandTarget {
       }
     }
     if (initial.length > 0) this.submit(initial);
+  }
+
+  /**
+   * The run ends: no more activation requests, but the one in flight may be answered for up to `ms`
+   * (the server carries it out either way, so the run counts it and its cleanup finds the block).
+   */
+  finishActivation(ms: number): Promise<ActivationEnd> {
+    this.finishing = true;
+    return this.agent.finishActivation(ms);
   }
 
   async stop(): Promise<void> {

@@ -95,3 +95,65 @@ describe("Activator on a 429", () => {
     expect(calls).toHaveLength(1);
   });
 });
+
+describe("Activator.finish", () => {
+  /** A request answered when the test says so (and failed as aborted on its signal's abort). */
+  function answeredLater(): { client: BlockClient; answer(token: string): void; aborted: () => boolean } {
+    let answer!: (token: string) => void;
+    let signal: AbortSignal | undefined;
+    const client = {
+      nodeId: "ACTIVATE00002",
+      activate: (o: { signal?: AbortSignal } = {}) => {
+        signal = o.signal;
+        return new Promise<string | null>((resolve, reject) => {
+          answer = resolve;
+          o.signal?.addEventListener("abort", () => reject(new Error("aborted")));
+        });
+      },
+    } as unknown as BlockClient;
+    return { client, answer: (t) => answer(t), aborted: () => signal?.aborted === true };
+  }
+
+  it("lets the request in flight be answered: its token is kept and run() resolves with it", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const { client, answer, aborted } = answeredLater();
+    const tokens = memoryTokens();
+    const a = new Activator(client, tokens, pino({ level: "silent" }), new Backoff({ random: () => 0 }), "user-token");
+    const run = a.run();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(a.inFlight).toBe(true);
+    const end = a.finish(5000);
+    await vi.advanceTimersByTimeAsync(4999);
+    // Before: stop() was the only way to end it, and it abandoned the request (its token lost).
+    expect(aborted()).toBe(false);
+    answer("block-token");
+    expect(await end).toBe("answered");
+    expect(await run).toBe("block-token");
+    expect(tokens.saved).toBe("block-token");
+    expect(a.inFlight).toBe(false);
+  });
+
+  it("abandons it once its time is up, and asks nothing more", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const { client, aborted } = answeredLater();
+    const a = new Activator(client, memoryTokens(), pino({ level: "silent" }), new Backoff({ random: () => 0 }), "user-token");
+    const run = a.run();
+    await vi.advanceTimersByTimeAsync(0);
+    const end = a.finish(5000);
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(aborted()).toBe(true);
+    expect(await end).toBe("abandoned");
+    expect(await run).toBeNull();
+  });
+
+  it("with nothing in flight (a backoff wait) ends the run at once", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const { client, calls } = scripted([throttled(60_000)]);
+    const a = new Activator(client, memoryTokens(), pino({ level: "silent" }), new Backoff({ random: () => 0 }), "user-token");
+    const run = a.run();
+    await vi.advanceTimersByTimeAsync(10);
+    expect(await a.finish(5000)).toBe("none");
+    expect(await run).toBeNull();
+    expect(calls).toHaveLength(1);
+  });
+});

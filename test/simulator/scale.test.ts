@@ -71,7 +71,7 @@ describe("simulator past one process and one machine", () => {
     expect(run.stderr).toContain("2 worker processes, part 0/2, part 1/2");
     expect(run.stderr).toMatch(/\[0:0\d\/0:02\] blocks \d+\/20/);
     const r = JSON.parse(readFileSync(report, "utf8")) as MergedReport;
-    expect(r.blocks).toEqual({ planned: 20, activated: 20, failed: 0 });
+    expect(r.blocks).toEqual({ planned: 20, activated: 20, failed: 0, in_flight_at_stop: 0 });
     expect(r.parts.map((p) => [p.index, p.count, p.blocks])).toEqual([[0, 2, 10], [1, 2, 10]]);
     const s = await stored("SIM31N");
     expect(s.blocks).toHaveLength(20);
@@ -107,7 +107,7 @@ describe("simulator past one process and one machine", () => {
     expect(ok.stderr).toContain("merged 2 reports: part 0/2 4 blocks, part 1/2 3 blocks");
     expect(ok.stderr).toMatch(/threshold ok {3}events_acked > 30 \(actual \d+\)/);
     const m = JSON.parse(readFileSync(merged, "utf8")) as MergedReport;
-    expect(m.blocks).toEqual({ planned: 7, activated: 7, failed: 0 });
+    expect(m.blocks).toEqual({ planned: 7, activated: 7, failed: 0, in_flight_at_stop: 0 });
     expect(m.counts.events_acked).toBe(s.readings);
     expect(m.counts.callback_devices).toBe(3);
     expect(m.latency_ms.ingest.count).toBe((shards[0]?.latency_ms.ingest.count ?? 0) + (shards[1]?.latency_ms.ingest.count ?? 0));

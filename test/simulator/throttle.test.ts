@@ -74,7 +74,7 @@ describe("simulator against a server that rate-limits the user token", () => {
     await vi.waitFor(() => expect(r.fleet.activated).toBe(blocks), { timeout: 45_000, interval: 100 });
     r.requestStop();
     const report = await r.finished;
-    expect(report.blocks).toEqual({ planned: blocks, activated: blocks, failed: 0 });
+    expect(report.blocks).toEqual({ planned: blocks, activated: blocks, failed: 0, in_flight_at_stop: 0 });
     expect(report.errors_by_kind).toEqual({});
     expect(report.counts.errors).toBe(0);
     expect(report.counts.throttled).toBeGreaterThan(0);
@@ -106,7 +106,7 @@ describe("simulator against a server that rate-limits the user token", () => {
     await vi.waitFor(() => expect(r.metrics.counters.commands_received).toBeGreaterThanOrEqual(3), { timeout: 20_000, interval: 100 });
     r.requestStop();
     const report = await r.finished;
-    expect(report.blocks).toEqual({ planned: blocks, activated: blocks, failed: 0 });
+    expect(report.blocks).toEqual({ planned: blocks, activated: blocks, failed: 0, in_flight_at_stop: 0 });
     expect(report.throttled_by_kind).toEqual({});
     expect(report.errors_by_kind).toEqual({});
     expect(report.passed).toBe(true);
