@@ -41,6 +41,8 @@ export function metricsRoute(app: FastifyInstance, s: Services, token: string | 
     } else if (!isLoopback(request.ip)) {
       throw forbidden("metrics are served to loopback clients only (configure a metrics token to scrape from elsewhere)");
     }
+    // Kept at the connection cap from now on (Limits.proveScrape): the operator's view of a full server.
+    s.limits.proveScrape(request.raw.socket);
     return reply.type(s.metrics.registry.contentType).send(await s.metrics.registry.metrics());
   });
 }

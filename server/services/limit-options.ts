@@ -36,7 +36,8 @@ export interface LimitOptions {
   /**
    * Connections from `uncappedAddresses` (the machine itself) admitted past `maxConnections` when
    * every open connection is proven, for GET /metrics and GET /healthz only: the operator can see
-   * why the server is full exactly when it is. Any other request on one is answered 503. Default 8.
+   * why the server is full exactly when it is. Any other request on one is answered 503. Also how
+   * many connections that carried a scrape are kept at the total cap (Limits.proveScrape). Default 8.
    */
   metricsReserve: number;
   /** Activation requests held at once, all addresses together. Default 10,000. */

@@ -33,11 +33,14 @@ interface Conn {
   readonly address: string;
   /** Resets the connection (at the total cap, while it is unproven). */
   readonly evict: () => void;
-  /** The owner whose credential proved it (`u<user id>`, `b<node id>`); null while unproven. */
+  /** The owner whose credential proved it (`u<user id>`, `b<node id>`, SCRAPERS); null while unproven. */
   owner: string | null;
   /** Admitted past the total cap for /metrics and /healthz only (metricsReserve). */
   readonly reserve: boolean;
 }
+
+/** The owner of connections proven by a scrape (proveScrape). */
+const SCRAPERS = "metrics";
 
 export class Limits {
   readonly options: LimitOptions;
@@ -184,6 +187,21 @@ export class Limits {
    */
   proveBlock(key: object, nodeId: string, count = true): boolean {
     return this.claim(key, `b${nodeId}`, this.options.maxConnectionsPerBlock, count ? "connections_per_block" : null);
+  }
+
+  /**
+   * A scrape (GET /metrics, from the machine itself or with the metrics token) was read on the
+   * connection `key`: the connection is kept at the total cap like an authenticated one, so a flood
+   * of connections that never finish a request does not reset the operator's view of it (a
+   * scrape was the first connection reset, and a kept-alive one was reset between scrapes). At most
+   * `metricsReserve` connections are kept so; a scrape past that is still answered, on a connection
+   * that stays evictable (no refusal, nothing counted). A connection already proven, or admitted into
+   * the reserve (never evicted), is left as it is.
+   */
+  proveScrape(key: object): void {
+    const conn = this.conns.get(key);
+    if (conn === undefined || conn.owner !== null || conn.reserve) return;
+    this.claim(key, SCRAPERS, this.options.metricsReserve, null);
   }
 
   /**

@@ -2,7 +2,8 @@
  * Shares of the connection cap, on real sockets: one user's credentials and one block's token hold
  * at most their share of connections (past it: 429 with the envelope, connection closed, nothing
  * held evicted); a block waiting for activation is not evicted at the total cap; and the machine's
- * own scrape of /metrics is answered when every connection is proven (the metrics reserve).
+ * own scrape of /metrics is answered when every connection is proven (the metrics reserve), and a
+ * scrape's connection is not the one reset to make room at the cap.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { type Peer, closeAll, peer, server, slowBody } from "./raw-peers.js";
@@ -120,5 +121,32 @@ describe("connection shares", () => {
     expect(scrape.text()).toMatch(/HTTP\/1\.1 503 [\s\S]*"result":0[\s\S]*connection cap/);
     await vi.waitFor(() => expect(limits.reserveConnections).toBe(0), { timeout: 2000 });
     expect(users.some((p) => p.isClosed())).toBe(false);
+  });
+
+  it("at the total cap, a scrape's connection is kept like an authenticated one; connections that never finish a request are reset instead", async () => {
+    const { t, port } = await server({ maxConnections: 3, metricsReserve: 1 });
+    const limits = t.server.services.limits;
+    // The machine's own scraper, its connection kept alive between scrapes (as undici and Prometheus keep it).
+    const scrape = await peer(port, get("/metrics"), "127.0.0.1");
+    await vi.waitFor(() => expect(scrape.text()).toMatch(/^HTTP\/1\.1 200 /), { timeout: 2000 });
+    // A flood of connections that never finish a request fills the cap, and goes on past it.
+    const attackers: Peer[] = [];
+    for (let i = 1; i <= 4; i++) attackers.push(await peer(port, slowBody("/auth/login"), `127.0.1.${i}`));
+    await vi.waitFor(() => expect(limits.hits.get("connections_evicted")).toBe(2), { timeout: 2000 });
+    // Before: the scrape's connection was the oldest not proven, and the first one reset.
+    await attackers[0]?.closed;
+    expect(attackers[0]?.error()).toBe("ECONNRESET");
+    expect(scrape.isClosed()).toBe(false);
+    scrape.socket.write(get("/metrics"));
+    await vi.waitFor(() => expect(scrape.text().match(/HTTP\/1\.1 200 /g)).toHaveLength(2), { timeout: 2000 });
+    expect(scrape.text()).toMatch(/blockkit_limit_hits_total\{limit="connections_evicted"\} 2\n/);
+    // A scrape past the scrapers' share (metricsReserve, here 1) is answered, its connection not kept.
+    const second = await peer(port, get("/metrics"), "127.0.0.1");
+    await vi.waitFor(() => expect(second.text()).toMatch(/^HTTP\/1\.1 200 /), { timeout: 2000 });
+    await peer(port, slowBody("/auth/login"), "127.0.1.5");
+    await peer(port, slowBody("/auth/login"), "127.0.1.6");
+    await second.closed;
+    expect(second.error()).toBe("ECONNRESET");
+    expect(scrape.isClosed()).toBe(false);
   });
 });
