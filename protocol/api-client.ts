@@ -18,6 +18,7 @@ import type {
   SubDeviceCreate,
   UserJson,
 } from "./api-types.js";
+import { retryAfterMs } from "./block-errors.js";
 import type { Envelope } from "./envelope.js";
 
 export interface ApiClientOptions {
@@ -35,16 +36,20 @@ export interface ApiClientOptions {
 }
 
 export class ApiError extends Error {
+  /** How long the server asked the caller to wait before it asks again (a 429's Retry-After), ms; null when it did not say. */
+  readonly retryAfterMs: number | null;
+
   constructor(
     message: string,
     /** HTTP status; 0 when no response arrived. */
     readonly status: number,
     /** The service's `error` text when it answered with the envelope. */
     readonly serviceError: string | null = null,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterMs?: number | null },
   ) {
     super(message, options);
     this.name = "ApiError";
+    this.retryAfterMs = options?.retryAfterMs ?? null;
   }
 }
 
@@ -109,12 +114,16 @@ export class ApiClient {
     try {
       json = text === "" ? undefined : JSON.parse(text);
     } catch {
-      throw new ApiError(`${method} ${path}: answered ${res.statusCode} with a body that is not JSON`, res.statusCode);
+      throw new ApiError(`${method} ${path}: answered ${res.statusCode} with a body that is not JSON`, res.statusCode, null, {
+        retryAfterMs: retryAfterMs(res.headers["retry-after"]),
+      });
     }
     const env = json as Partial<Envelope> | undefined;
     if (res.statusCode >= 300 || (env && env.result === 0)) {
       const serviceError = env && typeof env.error === "string" ? env.error : null;
-      throw new ApiError(`${method} ${path}: ${res.statusCode} ${serviceError ?? "failed"}`, res.statusCode, serviceError);
+      throw new ApiError(`${method} ${path}: ${res.statusCode} ${serviceError ?? "failed"}`, res.statusCode, serviceError, {
+        retryAfterMs: retryAfterMs(res.headers["retry-after"]),
+      });
     }
     return { status: res.statusCode, json: json as T };
   }

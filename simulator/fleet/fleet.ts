@@ -5,6 +5,7 @@
  * requests with the user token, paced by the run's CredentialPacer. The constructor only assigns;
  * open() (or start()) makes the transport and the blocks, stop() closes them.
  */
+import { retryAfterFloor, sleep } from "../../gateway/agent/backoff.js";
 import type { ApiClient } from "../../protocol/api-client.js";
 import type { Command } from "../../protocol/payloads.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -21,6 +22,14 @@ import { type SimDevice, VirtualBlock } from "./virtual-block.js";
 
 /** The fleet's readings are fired in batches every this many ms (see Scheduler). */
 const SCHEDULER_QUANTUM_MS = 10;
+/** A two-legged claim is first tried this long after the block started, ms, then every CLAIM_STEP_MS. */
+const CLAIM_FIRST_MS = 50;
+const CLAIM_STEP_MS = 200;
+/**
+ * A claim gives up (`claim_gave_up`) once the block has not been found waiting for this long, ms, on
+ * the fleet's clock; the tries answered 429 do not count, nor the Retry-After they waited.
+ */
+export const CLAIM_GIVE_UP_MS = 20_000;
 
 export interface FleetOptions {
   scenario: LoadedScenario;
@@ -55,6 +64,8 @@ export class Fleet {
   private started = 0;
   private stopped = false;
   private readonly claims = new Set<Promise<void>>();
+  /** Aborted by quiesce(): ends the claims' waits (a Retry-After may be minutes). */
+  private readonly stopping = new AbortController();
   /** Two-legged blocks the simulator claimed (POST /block answered): their held request gets the token. */
   private readonly claimed = new Set<VirtualBlock>();
   private finishing: Promise<void> | null = null;
@@ -160,30 +171,46 @@ export class Fleet {
     }
   }
 
-  /** The user's leg of the two-legged flow: claim once the block is waiting (404 until it is). */
+  /**
+   * The user's leg of the two-legged flow: claim once the block is waiting (404 until it is). A 429
+   * is the user token's backpressure, not the block's absence: counted as throttled, asked again after
+   * the server's Retry-After (bounded as the agent's loops bound it, retryAfterFloor) plus the usual
+   * step, and the time it took is not counted against CLAIM_GIVE_UP_MS.
+   */
   private async claim(b: VirtualBlock): Promise<void> {
-    for (let attempt = 0; attempt < 100 && !this.stopped && !b.activated; attempt++) {
-      await new Promise((r) => setTimeout(r, attempt === 0 ? 50 : 200));
+    const clock = this.o.clock ?? Date.now;
+    let deadline = clock() + CLAIM_GIVE_UP_MS;
+    let since = clock();
+    let wait = CLAIM_FIRST_MS;
+    while (!this.stopped && !b.activated && clock() < deadline) {
+      await sleep(wait, this.stopping.signal);
       await this.pacer.take();
-      if (this.stopped || b.activated) break;
+      if (this.stopped || b.activated) return;
       try {
         await this.o.api.claimBlock(b.nodeId);
         this.claimed.add(b);
         this.o.log("info", `${b.nodeId}: claimed (two-legged activation)`);
         return;
       } catch (err) {
+        const now = clock();
         const status = (err as { status?: number }).status ?? 0;
-        // 429: the user token is rate limited; asked again like a block not yet waiting.
-        if (status === 429) this.o.metrics.throttled("claim");
-        else if (status !== 404) {
+        wait = CLAIM_STEP_MS;
+        if (status === 429) {
+          this.o.metrics.throttled("claim");
+          wait += retryAfterFloor((err as { retryAfterMs?: number | null }).retryAfterMs ?? null);
+          // Since the last answer the server, not the block, kept the claim waiting.
+          deadline += now - since;
+        } else if (status !== 404) {
           this.o.metrics.error(`claim_${status === 0 ? "network" : `http_${status}`}`);
           this.o.log("warn", `${b.nodeId}: claim failed: ${(err as Error).message}`);
         }
+        since = now;
       }
     }
     if (!b.activated && !this.stopped) {
       this.activationFailed++;
       this.o.metrics.error("claim_gave_up");
+      this.o.log("warn", `${b.nodeId}: not waiting for activation after ${CLAIM_GIVE_UP_MS / 1000} s of claims: gave up`);
     }
   }
 
@@ -217,6 +244,7 @@ export class Fleet {
   /** Stops generating readings but keeps the agents running so their outboxes drain. */
   quiesce(): void {
     this.stopped = true;
+    this.stopping.abort();
     this.pacer.stop();
     if (this.rampTimer) clearTimeout(this.rampTimer);
     this.scheduler.stop();

@@ -1,0 +1,92 @@
+/**
+ * The simulator's claim of a two-legged block (POST /block with the user token) on a server that
+ * throttles it: a real server on loopback whose claim answers 429 with a Retry-After when the test
+ * says so (the server's own error handler sends the field). A 429 is counted as throttled, the next
+ * claim waits the Retry-After, and the time spent throttled does not count against the claim's
+ * give-up bound, which is time (on the fleet's clock, here the test's), not a number of tries.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ApiClient } from "../../protocol/api-client.js";
+import { ServiceError, notFound } from "../../server/errors.js";
+import { Fleet } from "../../simulator/fleet/fleet.js";
+import { Metrics } from "../../simulator/metrics/metrics.js";
+import { validateScenario } from "../../simulator/scenario/parse.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
+import { waitFor } from "../helpers/wait.js";
+
+describe("two-legged claims answered 429", () => {
+  let t: TestServer;
+  let fleet: Fleet | null = null;
+  const lines: string[] = [];
+
+  beforeEach(async () => {
+    t = await startTestServer({}, { listen: true });
+    lines.length = 0;
+  });
+
+  afterEach(async () => {
+    await fleet?.stop();
+    fleet = null;
+    await t.close();
+  });
+
+  /** A fleet of one two-legged block with a relay, on the test server, on `clock`. */
+  const oneBlock = (seed: number, clock?: () => number): { fleet: Fleet; metrics: Metrics } => {
+    const metrics = new Metrics();
+    fleet = new Fleet({
+      scenario: validateScenario({ seed, blocks: { count: 1, two_legged: 1 }, devices: [{ type: "relay" }], rate_limit: { requests_per_s: 0 } }),
+      baseUrl: t.baseUrl as string,
+      userToken: t.token,
+      api: new ApiClient({ baseUrl: t.baseUrl as string, token: t.token }),
+      metrics,
+      log: (_level, text) => void lines.push(text),
+      onCommand: () => undefined,
+      clock,
+    });
+    fleet.start();
+    return { fleet, metrics };
+  };
+
+  /** The server's claims: each call's time (performance.now()), answered by `answer(n)` (n from 0) or the real claim. */
+  const interceptClaims = (answer: (n: number) => ServiceError | null): number[] => {
+    const activation = t.server.services.activation;
+    const claim = activation.claim.bind(activation);
+    const calls: number[] = [];
+    activation.claim = async (nodeId, userId) => {
+      const err = answer(calls.length);
+      calls.push(performance.now());
+      if (err) throw err;
+      return claim(nodeId, userId);
+    };
+    return calls;
+  };
+
+  it("waits the server's Retry-After before claiming again, and counts the 429 as throttled, not as an error", { timeout: 20_000 }, async () => {
+    const calls = interceptClaims((n) => (n === 0 ? new ServiceError("RATE_LIMITED", "rate limit exceeded for this credential; slow down", { retryAfterS: 1 }) : null));
+    const { fleet, metrics } = oneBlock(71);
+    await waitFor("the block activated through the claim", () => fleet.activated === 1, 15_000);
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+    // The second claim came after the 1 s asked for (before: 200 ms after the 429).
+    expect((calls[1] as number) - (calls[0] as number)).toBeGreaterThanOrEqual(1000);
+    expect(Object.fromEntries(metrics.throttledByKind)).toEqual({ claim: 1 });
+    expect(Object.fromEntries(metrics.errorsByKind)).toEqual({});
+    expect(fleet.activationFailed).toBe(0);
+  });
+
+  it("gives up after 20 s (CLAIM_GIVE_UP_MS) of the block not waiting, the throttled tries not counted", { timeout: 20_000 }, async () => {
+    // Every claim moves the fleet's clock 10 s: five 429s (50 s, past the bound if they counted),
+    // then 404s ("not waiting"): the second 404 reaches 20 s of the block not waiting.
+    let now = 1_700_000_000_000;
+    const calls = interceptClaims((n) => {
+      now += 10_000;
+      return n < 5 ? new ServiceError("RATE_LIMITED", "rate limit exceeded for this credential; slow down", { retryAfterS: 0 }) : notFound("block not awaiting activation");
+    });
+    const { fleet, metrics } = oneBlock(72, () => now);
+    await waitFor("the claim given up", () => metrics.errorsByKind.get("claim_gave_up") === 1, 10_000);
+    expect(calls).toHaveLength(7);
+    expect(Object.fromEntries(metrics.throttledByKind)).toEqual({ claim: 5 });
+    expect(Object.fromEntries(metrics.errorsByKind)).toEqual({ claim_gave_up: 1 });
+    expect(fleet.activationFailed).toBe(1);
+    expect(lines).toContainEqual(expect.stringMatching(/: not waiting for activation after 20 s of claims: gave up$/));
+  });
+});
