@@ -105,7 +105,7 @@ export class SimRunner {
     this.commands = new CommandDriver(this.fleet, this.api, this.metrics, this.s.commands.rate, rng.child(o.part ? `commands/${o.part.index}` : "commands"), log, this.clock);
     this.chaos = new Chaos(this.fleet, this.s.seed, log);
     this.receiver = new CallbackReceiver(this.metrics, { host: o.callbackHost, port: o.callbackPort, publicHost: o.callbackPublicHost, clock: this.clock });
-    this.callbacks = new CallbackRegistrar(this.fleet, this.api, this.receiver, this.metrics, this.s.callbacks.devices, log);
+    this.callbacks = new CallbackRegistrar(this.fleet, this.api, this.receiver, this.metrics, this.s.callbacks.devices, log, this.clock);
     this.finished = new Promise<Report>((resolve, reject) => {
       this.resolveFinished = resolve;
       this.rejectFinished = reject;

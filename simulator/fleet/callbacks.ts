@@ -1,8 +1,10 @@
 /**
  * Registers the simulator's own receiver as the callback URL of a few sensor devices (PUT, so a
  * second run replaces rather than conflicts), once each device exists on the server (after its
- * block's PLUGIN announcements were acknowledged; a 404 or a 429 is asked again on the next tick).
+ * block's PLUGIN announcements were acknowledged; a 404 is asked again on the next tick, a 429 on
+ * the first tick once the server's Retry-After has passed).
  */
+import { retryAfterFloor } from "../../gateway/agent/backoff.js";
 import type { ApiClient } from "../../protocol/api-client.js";
 import type { CallbackReceiver } from "../callback-receiver.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -18,6 +20,8 @@ interface Wanted {
 export class CallbackRegistrar {
   private wanted: Wanted[] = [];
   private busy = false;
+  /** After a 429: no registration before this time (the fleet's clock, ms), the server's Retry-After. */
+  private notBefore = 0;
   /** GUIDs with a registered callback. */
   readonly registered: string[] = [];
 
@@ -28,6 +32,7 @@ export class CallbackRegistrar {
     private readonly metrics: Metrics,
     private readonly count: number,
     private readonly log: (level: "info" | "warn" | "error", text: string) => void,
+    private readonly clock: () => number = Date.now,
   ) {}
 
   /** Picks the devices: periodic sensors first, spread over the blocks. */
@@ -54,7 +59,7 @@ export class CallbackRegistrar {
 
   /** Tries the devices that are ready (call once a second). */
   async tick(): Promise<void> {
-    if (this.busy || this.wanted.length === 0) return;
+    if (this.busy || this.wanted.length === 0 || this.clock() < this.notBefore) return;
     this.busy = true;
     try {
       const ready = this.wanted.filter((w) => w.block.announced || w.block.acked > 0);
@@ -68,9 +73,11 @@ export class CallbackRegistrar {
         } catch (err) {
           const status = (err as { status?: number }).status ?? 0;
           if (status === 404 && ++w.tries < 30) continue;
-          // 429: the user token is rate limited; the rest wait for the next tick.
+          // 429: the user token is rate limited; the rest wait for the server's Retry-After (bounded
+          // as the agent's loops bound it), or without one for the next tick.
           if (status === 429) {
             this.metrics.throttled("callback_register");
+            this.notBefore = this.clock() + retryAfterFloor((err as { retryAfterMs?: number | null }).retryAfterMs ?? null);
             break;
           }
           this.wanted = this.wanted.filter((x) => x !== w);
