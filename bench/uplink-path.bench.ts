@@ -6,7 +6,9 @@
  * peer process: what the agent path costs per acknowledged reading, with far less noise than the
  * simulator bench's run against the sink (whose socket writes are half of the bare loop's CPU).
  *
- * Env: BENCH_PATH_BLOCKS (default 10000, one reading a second each), BENCH_PATH_SECONDS (per round,
+ * Env: BENCH_PATH_BLOCKS (default 10000), BENCH_PATH_RATE (readings a second per block, default 1;
+ * the same readings a second from a tenth of the blocks at 10 shows what touching many blocks' cold
+ * objects costs, apart from the work), BENCH_PATH_SECONDS (per round,
  * default 4), BENCH_PATH_ROUNDS (default 3), BENCH_PATH_ROOT (the root of another build to measure,
  * e.g. a worktree of main; default this one). Run with `--max-semi-space-size=32` to match
  * `blockkit sim` (cli/respawn.ts).
@@ -17,6 +19,8 @@ import { figure, machine, median, sendEverySecond } from "./lib.js";
 
 const ROOT = process.env.BENCH_PATH_ROOT ?? join(import.meta.dirname, "..");
 const BLOCKS = Number(process.env.BENCH_PATH_BLOCKS ?? 10_000);
+const RATE = Number(process.env.BENCH_PATH_RATE ?? 1);
+if (!Number.isInteger(RATE) || RATE < 1 || RATE > 100) throw new Error(`BENCH_PATH_RATE must be a whole number of readings a second from 1 to 100, got ${process.env.BENCH_PATH_RATE}`);
 const SECONDS = Number(process.env.BENCH_PATH_SECONDS ?? 4);
 const ROUNDS = Number(process.env.BENCH_PATH_ROUNDS ?? 3);
 const OK: TransportResponse = { status: 200, headers: {}, body: Buffer.from('{"result":1,"error":null,"id":0}') };
@@ -68,7 +72,7 @@ async function fleetPath(): Promise<number[]> {
   const { Metrics } = (await import(`${ROOT}/dist/simulator/metrics/metrics.js`)) as typeof import("../simulator/metrics/metrics.js");
   const { Random } = (await import(`${ROOT}/dist/simulator/random.js`)) as typeof import("../simulator/random.js");
   const { validateScenario } = (await import(`${ROOT}/dist/simulator/scenario/parse.js`)) as typeof import("../simulator/scenario/parse.js");
-  const s = validateScenario({ name: "path", seed: 1, blocks: { count: BLOCKS, node_id: "PATH{seed}N{index:8}" }, devices: [{ type: "temperature", rate: 1 }], duration_s: 1 });
+  const s = validateScenario({ name: "path", seed: 1, blocks: { count: BLOCKS, node_id: "PATH{seed}N{index:8}" }, devices: [{ type: "temperature", rate: RATE }], duration_s: 1 });
   const metrics = new Metrics();
   const scheduler = new Scheduler(Date.now, 10);
   const ctx = { baseUrl: "http://127.0.0.1:9/rest/v0", transport: new FakeTransport(), window: new FleetSendWindow(256), scheduler, metrics, userToken: "u", onCommand() {}, onActivated() {}, log() {} };
@@ -93,13 +97,14 @@ async function barePath(): Promise<number[]> {
       if (res.status === 200) acked++;
     });
   };
-  const stopSending = sendEverySecond(BLOCKS, send);
+  // RATE sends a second per block: BLOCKS × RATE slots, slot k for block k mod BLOCKS.
+  const stopSending = sendEverySecond(BLOCKS * RATE, (k) => send(k % BLOCKS));
   const result = await rounds(() => acked);
   stopSending();
   return result;
 }
 
-process.stdout.write(`machine: ${machine()}\nper-reading path of ${ROOT}, ${BLOCKS} blocks × 1 reading/s, ${ROUNDS} rounds of ${SECONDS} s:\n`);
+process.stdout.write(`machine: ${machine()}\nper-reading path of ${ROOT}, ${BLOCKS} blocks × ${RATE} reading${RATE === 1 ? "" : "s"}/s, ${ROUNDS} rounds of ${SECONDS} s:\n`);
 const fleet = await fleetPath();
 const bare = await barePath();
 figure("  fleet path CPU per acknowledged reading (median)", median(fleet), `µs (rounds ${fleet.map((x) => x.toFixed(1)).join(", ")})`);
