@@ -26,6 +26,7 @@ import type { OutboundPolicy } from "../outbound-policy.js";
 import { OutboxFeeder } from "./callback-outbox.js";
 import { CallbackSender, payloadBody } from "./callback-sender.js";
 import { CallbackShares, type DeviceQueue, type DropReason, type Item } from "./callback-shares.js";
+import { GivenUpLog } from "./given-up-log.js";
 
 export interface CallbackOptions {
   /** Waits after each failed attempt, ms. Default 1, 2, 4, 8, 16, 32 s: 7 tries over about a minute. */
@@ -60,6 +61,9 @@ export class CallbackDispatcher {
   private readonly abort = new AbortController();
   private readonly retryDelaysMs: number[];
   private readonly feeder: OutboxFeeder;
+  /** The warnings of deliveries dropped after their last try, and of those the outbound policy refused: rate-limited. */
+  private readonly gaveUpLog: GivenUpLog;
+  private readonly refusedLog: GivenUpLog;
   /** Deliveries in the outbox as last counted, plus those committed here since, less those finished or dropped here. */
   private waiting = 0;
   readonly stats = { delivered: 0, retries: 0, failed: 0, dropped: 0 };
@@ -82,6 +86,11 @@ export class CallbackDispatcher {
     // other devices), so that a slot freed starts the next delivery without waiting for a claim.
     this.shares = new CallbackShares({ maxInFlightPerUser: bounds.maxInFlightPerUser, maxLeasedPerUser: 4 * bounds.maxInFlightPerUser });
     this.sender = new CallbackSender(log, this.abort.signal, options.timeoutMs ?? 5000, options);
+    this.gaveUpLog = new GivenUpLog(log, { first: "callback delivery given up", summary: "callback deliveries given up since the last line" });
+    this.refusedLog = new GivenUpLog(log, {
+      first: "callback delivery refused by the outbound policy, not retried",
+      summary: "callback deliveries refused by the outbound policy since the last line",
+    });
     // Every delivery in flight listens to the one stop signal.
     setMaxListeners(0, this.abort.signal);
     this.feeder = new OutboxFeeder(
@@ -132,6 +141,8 @@ export class CallbackDispatcher {
     this.shares.stop();
     this.wakeIdle();
     await this.sender.stop();
+    this.gaveUpLog.stop();
+    this.refusedLog.stop();
   }
 
   /** Commit listener: the store wrote the deliveries with the events; lease them now rather than at the next poll. */
@@ -236,7 +247,7 @@ export class CallbackDispatcher {
   private giveUp(deviceId: number, url: string, item: Item): void {
     this.stats.failed++;
     this.drops[item.refused ? "outbound_refused" : "gave_up"]++;
-    this.log.warn({ deviceId, url, attempts: item.attempts, why: item.lastError }, item.refused ? "callback delivery refused by the outbound policy, not retried" : "callback delivery given up");
+    (item.refused ? this.refusedLog : this.gaveUpLog).gaveUp({ deviceId, url, attempts: item.attempts, why: item.lastError });
   }
 
   private wakeIdle(): void {
