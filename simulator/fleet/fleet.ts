@@ -180,31 +180,35 @@ export class Fleet {
   private async claim(b: VirtualBlock): Promise<void> {
     const clock = this.o.clock ?? Date.now;
     let deadline = clock() + CLAIM_GIVE_UP_MS;
-    let since = clock();
     let wait = CLAIM_FIRST_MS;
+    /** When the last try was answered 429 (null otherwise): from then to the next try is the server's. */
+    let throttledAt: number | null = null;
     while (!this.stopped && !b.activated && clock() < deadline) {
       await sleep(wait, this.stopping.signal);
       await this.pacer.take();
       if (this.stopped || b.activated) return;
+      const tried = clock();
+      // The Retry-After wait (and the pacer's) after a 429 does not count, whatever answers next.
+      if (throttledAt !== null) deadline += tried - throttledAt;
+      throttledAt = null;
       try {
         await this.o.api.claimBlock(b.nodeId);
         this.claimed.add(b);
         this.o.log("info", `${b.nodeId}: claimed (two-legged activation)`);
         return;
       } catch (err) {
-        const now = clock();
         const status = (err as { status?: number }).status ?? 0;
         wait = CLAIM_STEP_MS;
         if (status === 429) {
           this.o.metrics.throttled("claim");
           wait += retryAfterFloor((err as { retryAfterMs?: number | null }).retryAfterMs ?? null);
-          // Since the last answer the server, not the block, kept the claim waiting.
-          deadline += now - since;
+          // A throttled try is the server's time, not the block's: it does not count either.
+          throttledAt = clock();
+          deadline += throttledAt - tried;
         } else if (status !== 404) {
           this.o.metrics.error(`claim_${status === 0 ? "network" : `http_${status}`}`);
           this.o.log("warn", `${b.nodeId}: claim failed: ${(err as Error).message}`);
         }
-        since = now;
       }
     }
     if (!b.activated && !this.stopped) {

@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ApiClient } from "../../protocol/api-client.js";
 import { ServiceError, notFound } from "../../server/errors.js";
 import { Fleet } from "../../simulator/fleet/fleet.js";
+import { CredentialPacer } from "../../simulator/fleet/pacer.js";
 import { Metrics } from "../../simulator/metrics/metrics.js";
 import { validateScenario } from "../../simulator/scenario/parse.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
@@ -31,7 +32,7 @@ describe("two-legged claims answered 429", () => {
   });
 
   /** A fleet of one two-legged block with a relay, on the test server, on `clock`. */
-  const oneBlock = (seed: number, clock?: () => number): { fleet: Fleet; metrics: Metrics } => {
+  const oneBlock = (seed: number, clock?: () => number, pacer?: CredentialPacer): { fleet: Fleet; metrics: Metrics } => {
     const metrics = new Metrics();
     fleet = new Fleet({
       scenario: validateScenario({ seed, blocks: { count: 1, two_legged: 1 }, devices: [{ type: "relay" }], rate_limit: { requests_per_s: 0 } }),
@@ -42,6 +43,7 @@ describe("two-legged claims answered 429", () => {
       log: (_level, text) => void lines.push(text),
       onCommand: () => undefined,
       clock,
+      pacer,
     });
     fleet.start();
     return { fleet, metrics };
@@ -88,5 +90,34 @@ describe("two-legged claims answered 429", () => {
     expect(Object.fromEntries(metrics.errorsByKind)).toEqual({ claim_gave_up: 1 });
     expect(fleet.activationFailed).toBe(1);
     expect(lines).toContainEqual(expect.stringMatching(/: not waiting for activation after 20 s of claims: gave up$/));
+  });
+
+  it("does not count a long Retry-After against the bound when a 404 follows it", { timeout: 20_000 }, async () => {
+    // The 429's wait takes 25 s of the fleet's clock (the pacer moves it as the next try starts),
+    // then the block is not waiting once (404), then it is: the claim must not give up in between.
+    let now = 1_700_000_000_000;
+    let waited = false;
+    class SlowPacer extends CredentialPacer {
+      override take(signal?: AbortSignal): Promise<void> {
+        if (waited) {
+          waited = false;
+          now += 25_000;
+        }
+        return super.take(signal);
+      }
+    }
+    const calls = interceptClaims((n) => {
+      if (n === 0) {
+        waited = true;
+        return new ServiceError("RATE_LIMITED", "rate limit exceeded for this credential; slow down", { retryAfterS: 0 });
+      }
+      return n === 1 ? notFound("block not awaiting activation") : null;
+    });
+    const { fleet, metrics } = oneBlock(73, () => now, new SlowPacer(0, () => now));
+    await waitFor("the block activated or the claim given up", () => fleet.activated === 1 || metrics.errorsByKind.has("claim_gave_up"), 10_000);
+    expect(Object.fromEntries(metrics.errorsByKind)).toEqual({});
+    expect(fleet.activated).toBe(1);
+    expect(calls).toHaveLength(3);
+    expect(Object.fromEntries(metrics.throttledByKind)).toEqual({ claim: 1 });
   });
 });
