@@ -58,6 +58,7 @@ export class CallbackDispatcher {
   private readonly sender: CallbackSender;
   private readonly idleWaiters: (() => void)[] = [];
   private stopped = false;
+  private stopping: Promise<void> | null = null;
   private readonly abort = new AbortController();
   private readonly retryDelaysMs: number[];
   private readonly feeder: OutboxFeeder;
@@ -131,7 +132,16 @@ export class CallbackDispatcher {
   }
 
   /** Aborts the deliveries in flight and clears every timer; the deliveries stay in the outbox, released. */
-  async stop(): Promise<void> {
+  /**
+   * Stops dispatching. A second call (the server's lifecycle and a caller's own cleanup may both
+   * stop it) waits for the first instead of closing the closed pool again.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.stopOnce();
+    return this.stopping;
+  }
+
+  private async stopOnce(): Promise<void> {
     this.stopped = true;
     // Leased deliveries not finished stay in the outbox, released for another instance (or the next start) to send at once.
     const held = this.shares.held();

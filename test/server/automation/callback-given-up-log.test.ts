@@ -37,7 +37,6 @@ describe("callback deliveries given up, logged", () => {
     const { log, lines } = capture();
     // No retries: each delivery is given up at its first failure.
     const d = new CallbackDispatcher(store, log, { retryDelaysMs: [] });
-    let stopped = false;
     try {
       const user = (await store.users.create("givenup", null, 1)).id;
       const events: CommittedEvent[] = [];
@@ -66,7 +65,6 @@ describe("callback deliveries given up, logged", () => {
 
       // The stop logs the other 23, per callback, those with the most first.
       await d.stop();
-      stopped = true;
       expect(givenUp()).toHaveLength(2);
       const summary = givenUp()[1] as Line;
       const byCallback = summary.byCallback as { deviceId: number; url: string; givenUp: number; why: string }[];
@@ -77,8 +75,22 @@ describe("callback deliveries given up, logged", () => {
       expect(byCallback[0]).toEqual({ deviceId: devices[0], url: `${receiver.url}/cb/0`, givenUp: expect.toBeOneOf([4, 5]), why: "HTTP 503" });
       for (const c of byCallback.slice(1)) expect(c).toMatchObject({ givenUp: 1, why: "HTTP 503" });
     } finally {
-      if (!stopped) await d.stop();
+      // A second stop() waits for the first (it threw ClientDestroyedError from the closed pool).
+      await d.stop();
       await receiver.close();
+      await dispose();
+    }
+  });
+
+  it("stop() twice, at once or one after the other, stops once and throws nothing", async () => {
+    const { store, dispose } = await sqliteStore.open();
+    const { log } = capture();
+    try {
+      const d = new CallbackDispatcher(store, log, { retryDelaysMs: [] });
+      d.start();
+      await Promise.all([d.stop(), d.stop()]);
+      await d.stop();
+    } finally {
       await dispose();
     }
   });
