@@ -71,11 +71,14 @@ describe("blockkit server's open files", () => {
       Array.from(
         { length: 300 },
         () =>
-          new Promise<void>((resolve, reject) => {
+          new Promise<void>((resolve) => {
             const s = connect({ host: "127.0.0.1", port });
             sockets.push(s);
             s.once("connect", () => resolve());
-            s.once("error", reject);
+            // An early connection reset by the eviction may reach this process before its connect
+            // did (seen once on CI under load: "connect ECONNRESET"): it is one of the 12 closed,
+            // counted by its close like the others; a server that refused them all fails below.
+            s.once("error", () => resolve());
             s.once("close", () => closed++);
           }),
       ),
