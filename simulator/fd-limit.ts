@@ -4,7 +4,7 @@
  * as it starts (protocol/open-files.ts); here the run checks that the fleet fits in what it got
  * before it starts, rather than failing thousands of polls with EMFILE. With `--workers N` each
  * process holds only its own blocks' sockets, so the check is per process, on the largest part.
- * The table of what fits where (simulator, sink, server) is in docs/simulator.md.
+ * The table of what fits where (simulator, sink, server) is in docs/simulator-fleet.md ("Open files").
  */
 import { type FileLimit, openFileLimit } from "../protocol/open-files.js";
 import { SHORT_CONNECTIONS } from "./fleet/transport.js";

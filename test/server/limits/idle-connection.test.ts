@@ -3,7 +3,7 @@
  * client (undici, the simulator's fleet) that opened it for a call which then went elsewhere writes
  * its next request on it whenever it likes: a 408 waiting there is read as the answer to that
  * request, which was never late (the fleet saw thousands of `poll_http_408` past the connection
- * cap, docs/simulator.md). A request begun and not finished in time is still answered 408.
+ * cap, docs/simulator-benchmark.md). A request begun and not finished in time is still answered 408.
  */
 import { type Socket, connect } from "node:net";
 import pino from "pino";
