@@ -1,6 +1,6 @@
 /**
- * `npm run bench -- leases`: what the durable callback outbox costs on PostgreSQL (docs/scaling.md
- * "Leases"). The ingest commit of 64 readings (64 devices) with a callback on none of the devices
+ * `npm run bench -- leases`: what the durable callback outbox costs on PostgreSQL (docs/scaling-leases.md).
+ * The ingest commit of 64 readings (64 devices) with a callback on none of the devices
  * (the baseline) against the same with a callback on every device (64 outbox rows written in the
  * transaction), rounds interleaved; then the outbox's own bookkeeping per delivery (lease, remove),
  * without HTTP; then the durable rule evaluation: the same commit with every device watched by a

@@ -22,7 +22,7 @@ export function configPatch(e: IngestEvent): MetaPatch {
  * A block's activity (last_active) is recorded at most every 10 s: a block posting once a second or
  * faster is touched once per 10 s. Each touch rewrites the block's row, and in a batch of events from
  * many blocks each row is a page of its own: on SQLite, touching every second added 47 WAL pages (of
- * 162) to a commit of 60 readings from 60 of 10,000 blocks (docs/scaling.md, fleet capacity).
+ * 162) to a commit of 60 readings from 60 of 10,000 blocks (docs/scaling-measured.md, "What one SQLite commit writes").
  */
 export const TOUCH_EVERY_MS = 10_000;
 const MAX_TOUCHED = 200_000;

@@ -11,7 +11,7 @@ import type { Services } from "./index.js";
  * prom-client's default gauges that walk every handle of the process when scraped: an array of
  * every libuv handle (twice) and every resource's name, built on the event loop at each scrape, one
  * per open connection; and the open descriptors, counted with a readdirSync of /proc/self/fd, one
- * entry per connection too (docs/scaling.md, "Where one SQLite server's CPU goes per reading").
+ * entry per connection too (docs/scaling-fleet.md, "Where one SQLite server's CPU goes per reading").
  */
 export const WALKS_EVERY_HANDLE = ["nodejs_active_handles", "nodejs_active_handles_total", "nodejs_active_resources", "nodejs_active_resources_total", "process_open_fds"];
 

@@ -1,7 +1,7 @@
 /**
  * A scrape of GET /metrics runs on the event loop: it must not walk every handle of the process
  * (one per open connection, and a fleet holds one poll per block). prom-client's default gauges
- * of active handles and resources did, twice per scrape for the handles (docs/scaling.md).
+ * of active handles and resources did, twice per scrape for the handles (docs/scaling-fleet.md).
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { type TestServer, startTestServer } from "../helpers/server.js";

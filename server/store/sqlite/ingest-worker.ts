@@ -34,7 +34,7 @@ const NICE_BELOW = 10;
  * Main ran it 10 nice levels lower instead, which also removed the preemption, but at a tenth of
  * the weight of every nice-0 task on the machine: beside the simulator's processes or other busy
  * programs it was the first thread to starve (0.40 × offered at 10,000 blocks, the ingest thread
- * 7 % on a CPU and 59 % waiting for one: docs/scaling.md, fleet capacity). Without chrt it falls
+ * 7 % on a CPU and 59 % waiting for one: docs/scaling-fleet.md, "Earlier runs"). Without chrt it falls
  * back to that. Returns the thread id, or null where there is none to adjust.
  */
 function schedule(): number | null {
