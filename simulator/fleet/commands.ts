@@ -2,8 +2,10 @@
  * The command driver: PUTs commands as the user to random virtual actuators at the scenario's rate
  * and times each from the PUT until the virtual device receives it (command round trip). One command
  * at a time per device, so a late arrival cannot be matched to the wrong command; one that has not
- * arrived after `lostAfterMs` counts as lost.
+ * arrived after `lostAfterMs` counts as lost. A PUT answered 429 holds every command back until the
+ * server's Retry-After has passed (bounded as the agent's loops bound it).
  */
+import { retryAfterFloor } from "../../gateway/agent/backoff.js";
 import type { ApiClient } from "../../protocol/api-client.js";
 import type { Command } from "../../protocol/payloads.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -21,6 +23,8 @@ export class CommandDriver {
   private timer: NodeJS.Timeout | undefined;
   private credit = 0;
   private seq = 0;
+  /** After a 429: no command before this time (the run's clock, ms), the server's Retry-After. */
+  private notBefore = 0;
   private readonly puts = new Set<Promise<void>>();
   paused = false;
 
@@ -77,7 +81,8 @@ export class CommandDriver {
         this.log("warn", `command to ${guid} did not arrive within ${this.lostAfterMs / 1000} s`);
       }
     }
-    if (this.paused) return;
+    // Credit does not build up while the server's Retry-After runs: no burst when it ends.
+    if (this.paused || now < this.notBefore) return;
     this.credit = Math.min(this.credit + this.rate / 10, Math.max(1, this.rate));
     while (this.credit >= 1) {
       this.credit -= 1;
@@ -119,8 +124,13 @@ export class CommandDriver {
       (err: unknown) => {
         this.pending.delete(d.guid);
         const status = (err as { status?: number }).status ?? 0;
-        // 429: the user token is rate limited; no command was made, the device is picked again later.
-        if (status === 429) return this.metrics.throttled("command_put");
+        // 429: the user token is rate limited; no command was made, the device is picked again later,
+        // and no command is sent before the server's Retry-After (none: the next tick, as before).
+        if (status === 429) {
+          const wait = retryAfterFloor((err as { retryAfterMs?: number | null }).retryAfterMs ?? null);
+          this.notBefore = Math.max(this.notBefore, this.clock() + wait);
+          return this.metrics.throttled("command_put");
+        }
         this.metrics.error(`command_put_${status === 0 ? "network" : `http_${status}`}`);
         this.log("error", `PUT ${d.guid}: ${(err as Error).message}`);
       },
