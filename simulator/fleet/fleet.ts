@@ -5,7 +5,7 @@
  * requests with the user token, paced by the run's CredentialPacer. The constructor only assigns;
  * open() (or start()) makes the transport and the blocks, stop() closes them.
  */
-import { retryAfterFloor, sleep } from "../../gateway/agent/backoff.js";
+import { Backoff, retryAfterFloor, sleep } from "../../gateway/agent/backoff.js";
 import type { ApiClient } from "../../protocol/api-client.js";
 import type { Command } from "../../protocol/payloads.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -25,6 +25,8 @@ const SCHEDULER_QUANTUM_MS = 10;
 /** A two-legged claim is first tried this long after the block started, ms, then every CLAIM_STEP_MS. */
 const CLAIM_FIRST_MS = 50;
 const CLAIM_STEP_MS = 200;
+/** The jitter added to a claim's Retry-After wait: the blocks' agents' backoff (virtual-block.ts). */
+const CLAIM_BACKOFF = { baseMs: 500, maxMs: 10_000, resetAfterMs: 10_000 };
 /**
  * A claim gives up (`claim_gave_up`) once the block has not been found waiting for this long, ms, on
  * the fleet's clock; the tries answered 429 do not count, nor the Retry-After they waited.
@@ -49,6 +51,8 @@ export interface FleetOptions {
   transport?: ShortCallClient;
   /** The user token's requests, paced (shared with the run's other user calls). Default: one of the scenario's rate_limit. */
   pacer?: CredentialPacer;
+  /** The claims' waits (between tries, and after a 429). Default: a timer (backoff.ts sleep). */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 export class Fleet {
@@ -175,16 +179,22 @@ export class Fleet {
    * The user's leg of the two-legged flow: claim once the block is waiting (404 until it is). A 429
    * is the user token's backpressure, not the block's absence: counted as throttled, asked again after
    * the server's Retry-After (bounded as the agent's loops bound it, retryAfterFloor) plus the usual
-   * step, and the time it took is not counted against CLAIM_GIVE_UP_MS.
+   * step plus a backoff's full jitter, as the agent's loops add it (blocks throttled together do not
+   * all come back at one instant; drawn from the run's seeded stream, one child per block, so a seed
+   * reproduces the waits whatever the order of the answers), and the time it took is not counted
+   * against CLAIM_GIVE_UP_MS.
    */
   private async claim(b: VirtualBlock): Promise<void> {
     const clock = this.o.clock ?? Date.now;
+    const pause = this.o.sleep ?? sleep;
+    const jitter = this.rng.child(`claim/${b.nodeId}`);
+    const backoff = new Backoff({ ...CLAIM_BACKOFF, random: () => jitter.next(), clock });
     let deadline = clock() + CLAIM_GIVE_UP_MS;
     let wait = CLAIM_FIRST_MS;
     /** When the last try was answered 429 (null otherwise): from then to the next try is the server's. */
     let throttledAt: number | null = null;
     while (!this.stopped && !b.activated && clock() < deadline) {
-      await sleep(wait, this.stopping.signal);
+      await pause(wait, this.stopping.signal);
       await this.pacer.take();
       if (this.stopped || b.activated) return;
       const tried = clock();
@@ -201,13 +211,17 @@ export class Fleet {
         wait = CLAIM_STEP_MS;
         if (status === 429) {
           this.o.metrics.throttled("claim");
-          wait += retryAfterFloor((err as { retryAfterMs?: number | null }).retryAfterMs ?? null);
+          wait += retryAfterFloor((err as { retryAfterMs?: number | null }).retryAfterMs ?? null) + backoff.fail();
           // A throttled try is the server's time, not the block's: it does not count either.
           throttledAt = clock();
           deadline += throttledAt - tried;
-        } else if (status !== 404) {
-          this.o.metrics.error(`claim_${status === 0 ? "network" : `http_${status}`}`);
-          this.o.log("warn", `${b.nodeId}: claim failed: ${(err as Error).message}`);
+        } else {
+          // Not throttled: the jitter's ceiling starts again once the server has answered for a while.
+          backoff.succeed();
+          if (status !== 404) {
+            this.o.metrics.error(`claim_${status === 0 ? "network" : `http_${status}`}`);
+            this.o.log("warn", `${b.nodeId}: claim failed: ${(err as Error).message}`);
+          }
         }
       }
     }

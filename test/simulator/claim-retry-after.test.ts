@@ -8,7 +8,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ApiClient } from "../../protocol/api-client.js";
 import { ServiceError, notFound } from "../../server/errors.js";
-import { Fleet } from "../../simulator/fleet/fleet.js";
+import { sleep } from "../../gateway/agent/backoff.js";
+import { Fleet, type FleetOptions } from "../../simulator/fleet/fleet.js";
 import { CredentialPacer } from "../../simulator/fleet/pacer.js";
 import { Metrics } from "../../simulator/metrics/metrics.js";
 import { validateScenario } from "../../simulator/scenario/parse.js";
@@ -32,7 +33,7 @@ describe("two-legged claims answered 429", () => {
   });
 
   /** A fleet of one two-legged block with a relay, on the test server, on `clock`. */
-  const oneBlock = (seed: number, clock?: () => number, pacer?: CredentialPacer): { fleet: Fleet; metrics: Metrics } => {
+  const oneBlock = (seed: number, clock?: () => number, pacer?: CredentialPacer, pause?: FleetOptions["sleep"]): { fleet: Fleet; metrics: Metrics } => {
     const metrics = new Metrics();
     fleet = new Fleet({
       scenario: validateScenario({ seed, blocks: { count: 1, two_legged: 1 }, devices: [{ type: "relay" }], rate_limit: { requests_per_s: 0 } }),
@@ -44,6 +45,7 @@ describe("two-legged claims answered 429", () => {
       onCommand: () => undefined,
       clock,
       pacer,
+      sleep: pause,
     });
     fleet.start();
     return { fleet, metrics };
@@ -83,7 +85,8 @@ describe("two-legged claims answered 429", () => {
       now += 10_000;
       return n < 5 ? new ServiceError("RATE_LIMITED", "rate limit exceeded for this credential; slow down", { retryAfterS: 0 }) : notFound("block not awaiting activation");
     });
-    const { fleet, metrics } = oneBlock(72, () => now);
+    // The waits in real time are cut to 200 ms: five 429s in a row grow the jitter's ceiling to 8 s.
+    const { fleet, metrics } = oneBlock(72, () => now, undefined, (ms, signal) => sleep(Math.min(ms, 200), signal));
     await waitFor("the claim given up", () => metrics.errorsByKind.get("claim_gave_up") === 1, 10_000);
     expect(calls).toHaveLength(7);
     expect(Object.fromEntries(metrics.throttledByKind)).toEqual({ claim: 5 });
@@ -119,5 +122,62 @@ describe("two-legged claims answered 429", () => {
     expect(fleet.activated).toBe(1);
     expect(calls).toHaveLength(3);
     expect(Object.fromEntries(metrics.throttledByKind)).toEqual({ claim: 1 });
+  });
+
+  it("adds a seeded jitter to the Retry-After: two blocks throttled together are not asked again at one instant", { timeout: 30_000 }, async () => {
+    // Two two-legged blocks whose first claims are both answered 429 with Retry-After: 1 s. The
+    // fleet's waits are recorded (and cut to 200 ms of real time); the run is made twice with the
+    // same seed, each on a fresh server, to check that the seed gives the same waits.
+    const run = async (server: TestServer): Promise<number[]> => {
+      const activation = server.server.services.activation;
+      const claim = activation.claim.bind(activation);
+      const throttled = new Set<string>();
+      activation.claim = async (nodeId, userId) => {
+        if (!throttled.has(nodeId)) {
+          throttled.add(nodeId);
+          throw new ServiceError("RATE_LIMITED", "rate limit exceeded for this credential; slow down", { retryAfterS: 1 });
+        }
+        return claim(nodeId, userId);
+      };
+      const waits: number[] = [];
+      const metrics = new Metrics();
+      const f = new Fleet({
+        scenario: validateScenario({ seed: 74, blocks: { count: 2, two_legged: 2 }, devices: [{ type: "relay" }], rate_limit: { requests_per_s: 0 } }),
+        baseUrl: server.baseUrl as string,
+        userToken: server.token,
+        api: new ApiClient({ baseUrl: server.baseUrl as string, token: server.token }),
+        metrics,
+        log: () => undefined,
+        onCommand: () => undefined,
+        sleep: (ms, signal) => {
+          waits.push(ms);
+          return sleep(Math.min(ms, 200), signal);
+        },
+      });
+      try {
+        f.start();
+        await waitFor("both blocks activated through their claims", () => f.activated === 2, 20_000);
+      } finally {
+        await f.stop();
+      }
+      expect(Object.fromEntries(metrics.throttledByKind)).toEqual({ claim: 2 });
+      expect(Object.fromEntries(metrics.errorsByKind)).toEqual({});
+      // The waits after the 429s: Retry-After + the 200 ms step + a jitter below the backoff's first ceiling (500 ms).
+      return waits.filter((ms) => ms >= 1_000).sort((a, b) => a - b);
+    };
+    const first = await run(t);
+    expect(first).toHaveLength(2);
+    for (const ms of first) {
+      expect(ms).toBeGreaterThanOrEqual(1_200);
+      expect(ms).toBeLessThan(1_700);
+    }
+    // Before: both waited exactly 1,200 ms and came back at one instant.
+    expect(first[0]).not.toBe(first[1]);
+    const again = await startTestServer({}, { listen: true });
+    try {
+      expect(await run(again)).toEqual(first);
+    } finally {
+      await again.close();
+    }
   });
 });
