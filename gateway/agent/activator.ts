@@ -9,6 +9,9 @@
  * stop() abandons the request in flight; finish() lets it be answered first (bounded). The server
  * carries out an activation request it received whether or not the block still waits for the
  * answer: a block that abandons it may be claimed without knowing (the simulator's stop, issue 18).
+ * finish(ms, true) is for a block its caller knows was claimed: when no request brings the token
+ * (none in flight, as between two held requests, or one answered without it), one more is sent,
+ * within the same `ms`, to fetch the token the server keeps for it.
  */
 import type { Logger } from "pino";
 import { type BlockClient, BlockClientError } from "../../protocol/block-client.js";
@@ -28,6 +31,12 @@ export class Activator {
   private request: AbortController | null = null;
   /** The last run(), for finish() to wait on. */
   private running: Promise<string | null> = Promise.resolve(null);
+  /** Set by finish(ms, true): the loop, once stopped without a token, sends one more request, ended by this time (Date.now, ms). */
+  private lastTryUntil: number | null = null;
+  /** Whether lastTry() sent its request. */
+  private lastTrySent = false;
+  /** Whether finish()'s time ran out with a request unanswered. */
+  private abandoned = false;
   /** Activation requests answered 429 (each asked again after the Retry-After), for the agent's stats. */
   throttled = 0;
 
@@ -86,7 +95,29 @@ export class Activator {
         await sleep(delay, signal);
       }
     }
-    return null;
+    return this.lastTry();
+  }
+
+  /** finish(ms, true): one more request for the token of a block its caller claimed, within finish()'s time. */
+  private async lastTry(): Promise<string | null> {
+    const until = this.lastTryUntil;
+    this.lastTryUntil = null;
+    if (until === null || Date.now() >= until) return null;
+    const request = new AbortController();
+    this.request = request;
+    this.lastTrySent = true;
+    try {
+      const token = await this.client.activate({ userToken: this.userToken, signal: request.signal });
+      if (!token) return null;
+      await this.tokens.save(token);
+      return token;
+    } catch (err) {
+      if (request.signal.aborted) this.abandoned = true;
+      else this.log.warn({ err: (err as Error).message }, "activation request at the stop failed");
+      return null;
+    } finally {
+      this.request = null;
+    }
   }
 
   /** Whether an activation request is waiting for its answer. */
@@ -107,21 +138,39 @@ export class Activator {
   /**
    * Stops asking (no new request, no more waits) but lets the request in flight be answered for up
    * to `ms` (0: abandon it, as stop() does); a token it brings is stored and run() resolves with it.
-   * Resolves with what became of that request once run() has settled.
+   * With `claimed` (the caller knows a user claimed the block), a loop that stops without a token
+   * (no request in flight, or one answered without it) sends one more request, within the same `ms`.
+   * Resolves with what became of the requests once run() has settled: "abandoned" when the time ran
+   * out on one, "answered" when one was answered, "none" when none was in flight or sent.
    */
-  async finish(ms: number): Promise<ActivationEnd> {
-    this.abort.abort();
+  async finish(ms: number, claimed = false): Promise<ActivationEnd> {
     const request = this.request;
+    const sent = request !== null;
+    this.abandoned = false;
+    this.lastTrySent = false;
+    if (claimed && ms > 0) this.lastTryUntil = Date.now() + ms;
+    this.abort.abort();
     // A failed run() (the token store) was reported by its caller.
     const settled = (): Promise<unknown> => this.running.catch(() => null);
-    if (request === null) {
+    if (request === null && this.lastTryUntil === null) {
       await settled();
       return "none";
     }
-    if (ms <= 0) request.abort();
-    const timer = ms > 0 ? setTimeout(() => request.abort(), ms) : undefined;
+    if (ms <= 0) request?.abort();
+    const timer =
+      ms > 0
+        ? setTimeout(() => {
+            this.lastTryUntil = null;
+            if (this.request) {
+              this.abandoned = true;
+              this.request.abort();
+            }
+          }, ms)
+        : undefined;
     await settled();
     clearTimeout(timer);
-    return request.signal.aborted ? "abandoned" : "answered";
+    this.lastTryUntil = null;
+    if (request?.signal.aborted || this.abandoned) return "abandoned";
+    return sent || this.lastTrySent ? "answered" : "none";
   }
 }

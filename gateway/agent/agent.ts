@@ -193,10 +193,11 @@ export class BlockAgent extends AgentInput {
   /**
    * Stops activating: no new activation request, no more backoff waits; the request in flight may
    * still be answered for up to `ms` (0: abandoned now). A token it brings activates the agent as
-   * any other does (`activated`). Resolves with what became of that request (activator.ts).
+   * any other does (`activated`). With `claimed` (a user claimed the block), one more request fetches
+   * the token when none in flight brings it. Resolves with what became of the requests (activator.ts).
    */
-  finishActivation(ms: number): Promise<ActivationEnd> {
-    return this.activator.finish(ms);
+  finishActivation(ms: number, claimed = false): Promise<ActivationEnd> {
+    return this.activator.finish(ms, claimed);
   }
 
   /** Whether an activation request is waiting for its answer. */

@@ -275,7 +275,9 @@ export class Fleet {
    * not the block waits for the answer: abandoned, a direct activation would claim a block that the
    * run neither counts nor is sure to find in its cleanup (the unpair could reach the server first).
    * A two-legged block's held request is waited for only once the simulator claimed the block (it is
-   * then answered at once); unclaimed, it is abandoned (nothing to carry out). Those still unanswered
+   * then answered at once); unclaimed, it is abandoned (nothing to carry out). A claimed block with no
+   * request bringing its token (between two held requests: the last ended unclaimed before the claim,
+   * or it waits after a failed one) sends one more, within the same `ms`. Those still unanswered
    * after `ms` are abandoned and listed in inFlightAtStop. Once; later calls wait for the first.
    */
   finishActivations(ms: number): Promise<void> {
@@ -290,13 +292,14 @@ export class Fleet {
     // The simulator's own claims in flight come first: a claim made turns a held request into an answer.
     if (this.claims.size > 0) await settledWithin([...this.claims], ms);
     const answered = (b: VirtualBlock): boolean => b.index >= this.o.scenario.blocks.two_legged || this.claimed.has(b);
-    const inFlight = waiting.filter((b) => b.agent.activationInFlight && answered(b)).length;
+    // A claimed block between two held requests (the last one ended before the claim) sends one more.
+    const inFlight = waiting.filter((b) => (b.agent.activationInFlight && answered(b)) || this.claimed.has(b)).length;
     const left = Math.max(0, deadline - clock());
     if (inFlight > 0) this.o.log("info", `stopping: ${inFlight} activation request${inFlight === 1 ? "" : "s"} in flight, waiting up to ${Math.ceil(left / 100) / 10} s for the server's answer`);
     await Promise.all(
       waiting.map(async (b) => {
         const wait = answered(b);
-        const end = await b.finishActivation(wait ? left : 0);
+        const end = await b.finishActivation(wait ? left : 0, this.claimed.has(b));
         if (end === "abandoned" && wait) this.inFlightAtStop.push(b.nodeId);
       }),
     );

@@ -172,9 +172,9 @@ export class VirtualBlock implements CommandTarget {
    * The run ends: no more activation requests, but the one in flight may be answered for up to `ms`
    * (the server carries it out either way, so the run counts it and its cleanup finds the block).
    */
-  finishActivation(ms: number): Promise<ActivationEnd> {
+  finishActivation(ms: number, claimed = false): Promise<ActivationEnd> {
     this.finishing = true;
-    return this.agent.finishActivation(ms);
+    return this.agent.finishActivation(ms, claimed);
   }
 
   async stop(): Promise<void> {

@@ -156,4 +156,62 @@ describe("Activator.finish", () => {
     expect(await run).toBeNull();
     expect(calls).toHaveLength(1);
   });
+
+  it("for a claimed block in a backoff wait, sends one more request and keeps its token", async () => {
+    vi.useFakeTimers({ now: 0 });
+    // Two-legged (no user token): the held request failed (429, a minute asked for), then the block was claimed.
+    const { client, calls } = scripted([throttled(60_000), () => Promise.resolve("block-token")]);
+    const tokens = memoryTokens();
+    const a = new Activator(client, tokens, pino({ level: "silent" }), new Backoff({ random: () => 0 }), undefined);
+    const run = a.run();
+    await vi.advanceTimersByTimeAsync(10);
+    expect(a.inFlight).toBe(false);
+    // Before: "none", run() null, one request (the token the server kept for the block never fetched).
+    expect(await a.finish(5000, true)).toBe("answered");
+    expect(await run).toBe("block-token");
+    expect(tokens.saved).toBe("block-token");
+    expect(calls).toHaveLength(2);
+  });
+
+  it("for a claimed block whose held request ends without a token, sends one more", async () => {
+    vi.useFakeTimers({ now: 0 });
+    let endHeld!: (token: string | null) => void;
+    const held = (): Promise<string | null> => new Promise((resolve) => (endHeld = resolve));
+    const { client, calls } = scripted([held, () => Promise.resolve("block-token")]);
+    const a = new Activator(client, memoryTokens(), pino({ level: "silent" }), new Backoff({ random: () => 0 }), undefined);
+    const run = a.run();
+    await vi.advanceTimersByTimeAsync(0);
+    const end = a.finish(5000, true);
+    endHeld(null);
+    expect(await end).toBe("answered");
+    expect(await run).toBe("block-token");
+    expect(calls).toHaveLength(2);
+  });
+
+  it("abandons that one more request once the time is up", async () => {
+    vi.useFakeTimers({ now: 0 });
+    // The one more request is never answered (the scripted client holds it until aborted).
+    const { client, calls } = scripted([throttled(60_000)]);
+    const a = new Activator(client, memoryTokens(), pino({ level: "silent" }), new Backoff({ random: () => 0 }), undefined);
+    const run = a.run();
+    await vi.advanceTimersByTimeAsync(10);
+    const end = a.finish(5000, true);
+    await vi.advanceTimersByTimeAsync(4999);
+    expect(a.inFlight).toBe(true);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await end).toBe("abandoned");
+    expect(await run).toBeNull();
+    expect(calls).toHaveLength(2);
+  });
+
+  it("without claimed, sends nothing more (the unclaimed block's request would bring nothing)", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const { client, calls } = scripted([throttled(60_000), () => Promise.resolve("block-token")]);
+    const a = new Activator(client, memoryTokens(), pino({ level: "silent" }), new Backoff({ random: () => 0 }), undefined);
+    const run = a.run();
+    await vi.advanceTimersByTimeAsync(10);
+    expect(await a.finish(5000)).toBe("none");
+    expect(await run).toBeNull();
+    expect(calls).toHaveLength(1);
+  });
 });

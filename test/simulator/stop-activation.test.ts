@@ -8,6 +8,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ApiClient } from "../../protocol/api-client.js";
+import { ServiceError } from "../../server/errors.js";
 import { SimRunner } from "../../simulator/runner.js";
 import { summaryLines } from "../../simulator/report.js";
 import { validateScenario } from "../../simulator/scenario/parse.js";
@@ -117,5 +118,64 @@ describe("a direct activation in flight when the run stops", () => {
     // What the line warns of: the claim landed after the cleanup (removed here by hand).
     expect(await blocksOf(prefix)).toEqual([node]);
     await api.unpairBlock(node);
+  });
+
+  it("a claimed two-legged block between two held requests fetches its token in the drain and is counted", { timeout: 20_000 }, async () => {
+    // The block's held requests at the server: the first ends at once unclaimed (204), the second is
+    // answered 429 with Retry-After: 60 s (the block then waits a minute before the next one), the
+    // later ones are the server's. The simulator's claim is let through only once that 429 was sent:
+    // the block is claimed with no request of its own in flight when the run stops.
+    const prefix = "SIM94N";
+    const node = `${prefix}00000000`;
+    const activation = t.server.services.activation;
+    const wait = activation.wait.bind(activation);
+    const claim = activation.claim.bind(activation);
+    const waits: string[] = [];
+    let throttled!: () => void;
+    const secondAnswered = new Promise<void>((r) => (throttled = r));
+    activation.wait = async (nodeId, onAbort, address, connection) => {
+      if (!nodeId.startsWith(prefix)) return wait(nodeId, onAbort, address, connection);
+      waits.push(nodeId);
+      if (waits.length === 1) {
+        return wait(nodeId, (cancel) => {
+          onAbort(cancel);
+          cancel();
+        }, address, connection);
+      }
+      if (waits.length === 2) {
+        throttled();
+        throw new ServiceError("RATE_LIMITED", "too many activation requests held; ask again later", { retryAfterS: 60 });
+      }
+      return wait(nodeId, onAbort, address, connection);
+    };
+    activation.claim = async (nodeId, userId) => {
+      if (nodeId.startsWith(prefix)) await secondAnswered;
+      return claim(nodeId, userId);
+    };
+    const runner = new SimRunner({
+      scenario: validateScenario({ seed: 94, blocks: { count: 1, two_legged: 1 }, devices: [{ type: "temperature" }], duration_s: 60, cleanup: true }),
+      baseUrl: t.baseUrl as string,
+      token: t.token,
+      callbackHost: "127.0.0.1",
+      drainTimeoutMs: 10_000,
+    });
+    runners.push(runner);
+    const lines: string[] = [];
+    runner.onLog((e) => void lines.push(e.text));
+    await runner.start();
+    await waitFor("the block claimed by the run", () => lines.some((l) => l === `${node}: claimed (two-legged activation)`), 15_000);
+    expect(waits).toHaveLength(2);
+    expect(await blocksOf(prefix)).toEqual([node]);
+    runner.requestStop();
+    const report = await runner.finished;
+    // One more held request, answered at once with the token the server kept for the claimed block.
+    expect(waits).toHaveLength(3);
+    // Before: 0 ("0/1 activated") for a block the server had, which the cleanup then removed.
+    expect(report.blocks.activated).toBe(1);
+    expect(report.blocks.in_flight_at_stop).toBe(0);
+    expect(summaryLines(report)[0]).toMatch(/^blocks 1\/1 activated, events/);
+    await runner.stop();
+    expect(runner.cleanupResult).toEqual({ blocks: 1, callbacks: 0, failed: [] });
+    expect(await blocksOf(prefix)).toEqual([]);
   });
 });
