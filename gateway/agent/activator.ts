@@ -145,7 +145,6 @@ export class Activator {
    */
   async finish(ms: number, claimed = false): Promise<ActivationEnd> {
     const request = this.request;
-    const sent = request !== null;
     this.abandoned = false;
     this.lastTrySent = false;
     if (claimed && ms > 0) this.lastTryUntil = Date.now() + ms;
@@ -171,6 +170,6 @@ export class Activator {
     clearTimeout(timer);
     this.lastTryUntil = null;
     if (request?.signal.aborted || this.abandoned) return "abandoned";
-    return sent || this.lastTrySent ? "answered" : "none";
+    return request !== null || this.lastTrySent ? "answered" : "none";
   }
 }

@@ -82,6 +82,15 @@ export function retryAfterFloor(retryAfterMs: number | null): number {
   return retryAfterMs !== null && retryAfterMs > 0 ? Math.min(retryAfterMs, MAX_RETRY_AFTER_MS) : 0;
 }
 
+/**
+ * The wait a 429 asked for, read from the error of any client that carries the Retry-After
+ * (BlockClientError, ApiError: `retryAfterMs`), bounded as retryAfterFloor bounds it; 0 without one.
+ */
+export function retryAfterOf(err: unknown): number {
+  const ms = (err as { retryAfterMs?: number | null } | null)?.retryAfterMs;
+  return retryAfterFloor(typeof ms === "number" ? ms : null);
+}
+
 /** Resolves after `ms`, or at once when the signal aborts. Never rejects. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

@@ -4,7 +4,7 @@
  * block's PLUGIN announcements were acknowledged; a 404 is asked again on the next tick, a 429 on
  * the first tick once the server's Retry-After has passed).
  */
-import { retryAfterFloor } from "../../gateway/agent/backoff.js";
+import { retryAfterOf } from "../../gateway/agent/backoff.js";
 import type { ApiClient } from "../../protocol/api-client.js";
 import type { CallbackReceiver } from "../callback-receiver.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -77,7 +77,7 @@ export class CallbackRegistrar {
           // as the agent's loops bound it), or without one for the next tick.
           if (status === 429) {
             this.metrics.throttled("callback_register");
-            this.notBefore = this.clock() + retryAfterFloor((err as { retryAfterMs?: number | null }).retryAfterMs ?? null);
+            this.notBefore = this.clock() + retryAfterOf(err);
             break;
           }
           this.wanted = this.wanted.filter((x) => x !== w);

@@ -5,7 +5,7 @@
  * arrived after `lostAfterMs` counts as lost. A PUT answered 429 holds every command back until the
  * server's Retry-After has passed (bounded as the agent's loops bound it).
  */
-import { retryAfterFloor } from "../../gateway/agent/backoff.js";
+import { retryAfterOf } from "../../gateway/agent/backoff.js";
 import type { ApiClient } from "../../protocol/api-client.js";
 import type { Command } from "../../protocol/payloads.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -127,7 +127,7 @@ export class CommandDriver {
         // 429: the user token is rate limited; no command was made, the device is picked again later,
         // and no command is sent before the server's Retry-After (none: the next tick, as before).
         if (status === 429) {
-          const wait = retryAfterFloor((err as { retryAfterMs?: number | null }).retryAfterMs ?? null);
+          const wait = retryAfterOf(err);
           this.notBefore = Math.max(this.notBefore, this.clock() + wait);
           return this.metrics.throttled("command_put");
         }

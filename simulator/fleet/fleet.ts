@@ -5,7 +5,7 @@
  * requests with the user token, paced by the run's CredentialPacer. The constructor only assigns;
  * open() (or start()) makes the transport and the blocks, stop() closes them.
  */
-import { Backoff, retryAfterFloor, sleep } from "../../gateway/agent/backoff.js";
+import { Backoff, retryAfterOf, sleep } from "../../gateway/agent/backoff.js";
 import type { ApiClient } from "../../protocol/api-client.js";
 import type { Command } from "../../protocol/payloads.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -211,7 +211,7 @@ export class Fleet {
         wait = CLAIM_STEP_MS;
         if (status === 429) {
           this.o.metrics.throttled("claim");
-          wait += retryAfterFloor((err as { retryAfterMs?: number | null }).retryAfterMs ?? null) + backoff.fail();
+          wait += retryAfterOf(err) + backoff.fail();
           // A throttled try is the server's time, not the block's: it does not count either.
           throttledAt = clock();
           deadline += throttledAt - tried;
