@@ -31,7 +31,7 @@ export class Activator {
   private request: AbortController | null = null;
   /** The last run(), for finish() to wait on. */
   private running: Promise<string | null> = Promise.resolve(null);
-  /** Set by finish(ms, true): the loop, once stopped without a token, sends one more request, ended by this time (Date.now, ms). */
+  /** Set by finish(ms, true): the loop, once stopped without a token, sends one more request, ended by this time (the clock's, ms). */
   private lastTryUntil: number | null = null;
   /** Whether lastTry() sent its request. */
   private lastTrySent = false;
@@ -46,6 +46,8 @@ export class Activator {
     private readonly log: Logger,
     private readonly backoff: Backoff,
     private userToken: string | undefined,
+    /** The agent's clock (BlockAgentOptions.clock): finish()'s bound on the one more request is read on it. */
+    private readonly clock: () => number = Date.now,
   ) {}
 
   /** Resolves with a token, or null when stopped first (or finished without one). */
@@ -102,7 +104,7 @@ export class Activator {
   private async lastTry(): Promise<string | null> {
     const until = this.lastTryUntil;
     this.lastTryUntil = null;
-    if (until === null || Date.now() >= until) return null;
+    if (until === null || this.clock() >= until) return null;
     const request = new AbortController();
     this.request = request;
     this.lastTrySent = true;
@@ -147,7 +149,7 @@ export class Activator {
     const request = this.request;
     this.abandoned = false;
     this.lastTrySent = false;
-    if (claimed && ms > 0) this.lastTryUntil = Date.now() + ms;
+    if (claimed && ms > 0) this.lastTryUntil = this.clock() + ms;
     this.abort.abort();
     // A failed run() (the token store) was reported by its caller.
     const settled = (): Promise<unknown> => this.running.catch(() => null);

@@ -142,7 +142,7 @@ export class BlockAgent extends AgentInput {
     const token = (): string | null => this.token;
     const unauthorized = (e: BlockClientError): void => this.revoked(e);
     const reachable = (up: boolean, err?: unknown): void => this.setReachable(up, err);
-    this.activator = new Activator(this.client, o.tokens, this.log, backoff(), o.userToken);
+    this.activator = new Activator(this.client, o.tokens, this.log, backoff(), o.userToken, this.clock);
     this.uplink = new Uplink(this.client, this.outbox, {
       token,
       unauthorized,

@@ -188,6 +188,26 @@ describe("Activator.finish", () => {
     expect(calls).toHaveLength(2);
   });
 
+  it("bounds that one more request on the agent's clock, not Date.now: past the bound, none is sent", async () => {
+    vi.useFakeTimers({ now: 0 });
+    // The agent's clock (BlockAgentOptions.clock) runs apart from Date.now, as the simulator's may.
+    let now = 1_000_000;
+    let endHeld!: (token: string | null) => void;
+    const held = (): Promise<string | null> => new Promise((resolve) => (endHeld = resolve));
+    const { client, calls } = scripted([held, () => Promise.resolve("block-token")]);
+    const a = new Activator(client, memoryTokens(), pino({ level: "silent" }), new Backoff({ random: () => 0 }), undefined, () => now);
+    const run = a.run();
+    await vi.advanceTimersByTimeAsync(0);
+    const end = a.finish(5000, true);
+    // The held request ends without a token once the agent's clock is past finish()'s 5 s.
+    now += 5000;
+    endHeld(null);
+    // Before: Date.now() (0 here) said there was time left, and one more request was sent (2 calls, a token).
+    expect(await end).toBe("answered");
+    expect(await run).toBeNull();
+    expect(calls).toHaveLength(1);
+  });
+
   it("abandons that one more request once the time is up", async () => {
     vi.useFakeTimers({ now: 0 });
     // The one more request is never answered (the scripted client holds it until aborted).
