@@ -83,7 +83,7 @@ export interface ServerOptions {
   revocationPollMs?: number;
   /** Bearer token that opens GET /metrics to any client. Default: none, loopback clients only. */
   metricsToken?: string;
-  /** Connections, request timeouts and activation holds (docs/operations.md "Limits"). */
+  /** Connections, request timeouts and activation holds (docs/operations-limits.md "Limits"). */
   limits?: Partial<LimitOptions>;
   /** Caps and timers of the live stream (sockets per user, ping interval, send buffer). */
   stream?: StreamHubOptions;
