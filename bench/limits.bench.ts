@@ -16,70 +16,26 @@
  * BENCH_ATTACK_ADDRESSES, BENCH_ATTACK_SECONDS, BENCH_ROUNDS override the sizes; BENCH_HOLD_REF=<commit> runs
  * the hold part against that commit's server, built in a temporary folder)
  */
-import { type ChildProcess, execFileSync, fork } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import http from "node:http";
+import { type ChildProcess, fork } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, setPriority, tmpdir } from "node:os";
 import { join } from "node:path";
-import autocannon from "autocannon";
 import { AuthService } from "../server/services/auth.js";
 import { openSqliteStore } from "../server/store/sqlite/index.js";
 import type { Sample } from "./fixtures/normal-client.js";
-import { type Proc, fdsOf, rssOf, startServer } from "./fixtures/procs.js";
+import { type Proc, startServer } from "./fixtures/procs.js";
 import type { Report } from "./fixtures/slow-body.js";
-import { figure, machine, median, percentile } from "./lib.js";
+import { figure, machine, percentile } from "./lib.js";
+import { cost } from "./limits-cost.js";
+import { ADMIN, type Tick, buildOf, cpuOf, listenDrops, monitorAgent, nodeId, root, tick, waitedOf } from "./limits-servers.js";
 
 const POLLS = Number(process.env.BENCH_POLLS ?? 10_000);
 const ATTACKERS = Number(process.env.BENCH_ATTACKERS ?? 10_000);
 const ATTACK_ADDRESSES = Number(process.env.BENCH_ATTACK_ADDRESSES ?? 8);
 const ATTACK_SECONDS = Number(process.env.BENCH_ATTACK_SECONDS ?? 45);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
-/** The commit that landed the limits (f88942c); the baseline is its parent. */
-const LIMITS_COMMIT = "f88942c46878c7fe73e43a74824650bed95c8cf3";
-const ADMIN = "bench-admin-token-limits-0001";
 const PROCS = 2;
-const root = join(import.meta.dirname, "..");
-const nodeId = (i: number): string => `LIMIT${String(i).padStart(8, "0")}`;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const tsx = { execArgv: ["--import", "tsx"] };
-const monitorAgent = new http.Agent({ keepAlive: true, maxSockets: 2 });
-
-function get(port: number, path: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = http.get({ host: "127.0.0.1", port, path, agent: monitorAgent, timeout: 5000 }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (c: string) => (text += c));
-      res.on("end", () => (res.statusCode === 200 ? resolve(text) : reject(new Error(`GET ${path}: ${res.statusCode} ${text}`))));
-    });
-    req.on("timeout", () => req.destroy(new Error(`GET ${path}: no answer in 5 s`)));
-    req.on("error", reject);
-  });
-}
-
-interface Tick {
-  t: number;
-  held: number;
-  open: number;
-  rss: number;
-  fds: number;
-  hits: Record<string, number>;
-}
-
-/** `scrape`: read /metrics too (it costs the server a readdir of its 10,000 fds: not every second). */
-async function tick(srv: Proc, scrape: boolean): Promise<Tick> {
-  const pid = srv.child.pid as number;
-  const [health, metrics, rss, fds] = await Promise.all([
-    get(srv.port, "/healthz").then((t) => JSON.parse(t) as { heldPolls: number }).catch(() => ({ heldPolls: Number.NaN })),
-    scrape ? get(srv.port, "/metrics").catch(() => "") : "",
-    rssOf(pid),
-    fdsOf(pid),
-  ]);
-  const hits: Record<string, number> = {};
-  for (const m of metrics.matchAll(/^blockkit_limit_hits_total\{limit="(\w+)"\} (\d+)/gm)) hits[m[1] as string] = Number(m[2]);
-  const open = /^blockkit_open_connections (\d+)/m.exec(metrics);
-  return { t: Date.now(), held: health.heldPolls, open: open ? Number(open[1]) : Number.NaN, rss, fds, hits };
-}
 
 /** The data directory of the hold benchmark: an admin, POLLS claimed blocks with their tokens, 100 devices. */
 async function prepare(dir: string): Promise<{ pairs: [string, string][]; guid: string }> {
@@ -136,28 +92,6 @@ function latencies(samples: Sample[], from: number, to: number): string {
     parts.push(`${conn} connection: ${s.length} requests, p50 ${ms(percentile(all, 50))}, p99 ${ms(percentile(all, 99))}, max ${ms(all.at(-1) ?? Number.NaN)}, failed ${failed} (counted as unanswered)`);
   }
   return parts.join("\n  ");
-}
-
-/** TcpExt ListenDrops of this network namespace: SYNs or handshakes a listener dropped (a full accept queue, ListenOverflows, is one cause). */
-async function listenDrops(): Promise<number> {
-  const { readFile } = await import("node:fs/promises");
-  const lines = (await readFile("/proc/net/netstat", "utf8")).split("\n").filter((l) => l.startsWith("TcpExt:"));
-  const names = (lines[0] ?? "").split(" ");
-  const values = (lines[1] ?? "").split(" ");
-  return Number(values[names.indexOf("ListenDrops")] ?? 0);
-}
-
-/** Seconds a process has waited on a run queue for a CPU so far (Linux /proc schedstat). */
-async function waitedOf(pid: number): Promise<number> {
-  const { readFile } = await import("node:fs/promises");
-  return Number((await readFile(`/proc/${pid}/schedstat`, "utf8")).split(" ")[1]) / 1e9;
-}
-
-/** CPU seconds (user + system) a process used so far (Linux /proc). */
-async function cpuOf(pid: number): Promise<number> {
-  const { readFile } = await import("node:fs/promises");
-  const f = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.split(" ") ?? [];
-  return (Number(f[11]) + Number(f[12])) / 100;
 }
 
 const sum = (a: number[]): number => a.reduce((x, y) => x + y, 0);
@@ -280,119 +214,6 @@ async function hold(): Promise<void> {
     monitoring = false;
     for (const c of children) c.kill();
     await srv?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-/** A build of `commit` (dist/ and this tree's node_modules) in a temporary folder, kept between runs. */
-function buildOf(ref: string): string {
-  const commit = execFileSync("git", ["-C", root, "rev-parse", ref], { encoding: "utf8" }).trim();
-  const dir = join(tmpdir(), `bk-bench-build-${commit.slice(0, 12)}`);
-  if (existsSync(join(dir, "dist", "cli", "index.js"))) return dir;
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  process.stdout.write(`building ${commit.slice(0, 12)} in ${dir}\n`);
-  execFileSync("sh", ["-c", `git -C "${root}" archive ${commit} | tar -x -C "${dir}"`], { stdio: "inherit" });
-  symlinkSync(join(root, "node_modules"), join(dir, "node_modules"));
-  execFileSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json"], { cwd: dir, stdio: "inherit" });
-  return dir;
-}
-
-interface Variant {
-  name: string;
-  srv: Proc;
-  nodes: string[];
-  tokens: string[];
-  rps: number[];
-  command: number[];
-}
-
-async function json(port: number, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<unknown> {
-  const res = await fetch(`http://127.0.0.1:${port}/rest/v0${path}`, { method, headers: { "content-type": "application/json", ...headers }, body });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
-
-function ingest(v: Variant, seconds: number): Promise<autocannon.Result> {
-  const body = JSON.stringify({ G: "0", V: 0, D: 9, DA: "21.5" });
-  let next = 0;
-  return autocannon({
-    url: `http://127.0.0.1:${v.srv.port}`,
-    connections: 64,
-    duration: seconds,
-    setupClient: (client: autocannon.Client) => {
-      const i = next++ % v.nodes.length;
-      client.setRequests([
-        { method: "POST", path: `/rest/v0/block/${v.nodes[i]}/data`, headers: { "content-type": "application/json", "x-service-token": v.tokens[i] as string }, body } as autocannon.Request,
-      ]);
-    },
-  });
-}
-
-/** PUT of a command -> the held poll answered, `n` times, ms each. */
-async function commands(v: Variant, n: number): Promise<void> {
-  const node = v.nodes[0] as string;
-  const token = v.tokens[0] as string;
-  for (let i = 0; i < n; i++) {
-    const polled = json(v.srv.port, "GET", `/block/${node}/commands`, { "x-service-token": token });
-    for (let k = 0; k < 1000; k++) {
-      const h = JSON.parse(await get(v.srv.port, "/healthz")) as { heldPolls: number };
-      if (h.heldPolls >= 1) break;
-    }
-    const t0 = performance.now();
-    await json(v.srv.port, "PUT", `/device/${node}_0_0_1002?user_access_token=${ADMIN}`, {}, JSON.stringify({ DA: String(i % 2) }));
-    await polled;
-    v.command.push(performance.now() - t0);
-  }
-}
-
-async function cost(): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), "bk-bench-limits-cost-"));
-  // BENCH_BASE=<commit>: that commit against this tree (e.g. main before a change to admission).
-  const base = process.env.BENCH_BASE;
-  const trees: [string, string][] = base
-    ? [[`base (${base})`, buildOf(base)], ["this tree", root]]
-    : [["before limits (f88942c~1)", buildOf(`${LIMITS_COMMIT}~1`)], ["limits landed (f88942c)", buildOf(LIMITS_COMMIT)], ["this tree", root]];
-  const variants: Variant[] = [];
-  try {
-    for (const [name, cwd] of trees) {
-      const srv = await startServer(join(dir, String(variants.length)), ADMIN, [], cwd);
-      const nodes = Array.from({ length: 64 }, (_, i) => nodeId(i));
-      const tokens: string[] = [];
-      for (const n of nodes) tokens.push(((await json(srv.port, "GET", `/block/${n}/activate?user_access_token=${ADMIN}`)) as { token: string }).token);
-      await json(srv.port, "POST", `/block/${nodes[0]}/data`, { "x-service-token": tokens[0] as string }, JSON.stringify({ G: "0", V: 0, D: 1002, DA: "0" }));
-      variants.push({ name, srv, nodes, tokens, rps: [], command: [] });
-    }
-    for (const v of variants) await ingest(v, 2); // warm-up
-    let errors = 0;
-    for (let round = 0; round < ROUNDS; round++) {
-      // A B C, then C B A: each variant runs early and late in a pair of rounds.
-      const order = round % 2 === 0 ? variants : [...variants].reverse();
-      for (const v of order) {
-        const r = await ingest(v, 2);
-        errors += r.errors + r.timeouts + r.non2xx;
-        v.rps.push(r.requests.average);
-        await commands(v, 50);
-      }
-    }
-    const a = variants[0] as Variant;
-    process.stdout.write(`\n-- cost: ${ROUNDS} alternated rounds, 2 s of ingest (64 connections) and 50 commands each --\n`);
-    for (const v of variants) {
-      const cmd = [...v.command].sort((x, y) => x - y);
-      process.stdout.write(`${v.name}: ingest ${median(v.rps).toFixed(0)} req/s (median of rounds), command p50 ${percentile(cmd, 50).toFixed(2)} ms, p99 ${percentile(cmd, 99).toFixed(2)} ms\n`);
-    }
-    const ratio = (x: Variant, y: Variant): string => median(x.rps.map((r, i) => r / (y.rps[i] as number))).toFixed(2);
-    const p = (v: Variant, q: number): number => percentile([...v.command].sort((x, y) => x - y), q);
-    for (const v of variants.slice(1)) {
-      process.stdout.write(`ingest ratio per round, ${v.name} / ${a.name}: ${v.rps.map((r, i) => (r / (a.rps[i] as number)).toFixed(2)).join(" ")}; median ${ratio(v, a)}\n`);
-      figure(`command p50, ${v.name}`, p(v, 50), "ms", { name: a.name, value: p(a, 50) });
-      figure(`command p99, ${v.name}`, p(v, 99), "ms", { name: a.name, value: p(a, 99) });
-    }
-    process.stdout.write(`load average (1 min) at the end: ${(loadavg()[0] as number).toFixed(1)}\n`);
-    figure("ingest errors (all variants)", errors, "");
-  } finally {
-    for (const v of variants) await v.srv.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
