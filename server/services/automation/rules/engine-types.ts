@@ -1,4 +1,4 @@
-/** The rule engine's options and the shapes its parts share (engine.ts, run-actions.ts, run-history.ts). */
+/** The rule engine's options and the shapes its parts share (engine.ts, rule-index.ts, run-actions.ts, run-history.ts). */
 import type { RuleJobRow } from "../../../store/types.js";
 import type { FiringRateOptions, FiringRate } from "./firing-rate.js";
 import type { ActionHandler, Params, PreconditionHandler } from "./handlers/types.js";

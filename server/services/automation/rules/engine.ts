@@ -1,11 +1,11 @@
 /**
- * The rule engine (DESIGN.md "Rules"). Rules are indexed by the GUIDs their preconditions watch,
- * so a committed event costs one map lookup, not a scan of all rules. A rule fires on an event that
- * makes one of its preconditions true while all the others hold, at most once per `timeout`
- * seconds; suspended rules are not in the index. The runs of one rule are serial (queued, bounded);
- * its actions run in order and a failing one stops the run. Each run is recorded (short history).
- * Evaluations and runs are rows of the store (rule_evals, rule_jobs) on both stores, so a firing
- * and a run in progress outlive the process (evaluations.ts, jobs.ts).
+ * The rule engine (DESIGN.md "Rules"). Rules are indexed by the GUIDs their preconditions watch
+ * (rule-index.ts), so a committed event costs one map lookup, not a scan of all rules. A rule fires
+ * on an event that makes one of its preconditions true while all the others hold, at most once per
+ * `timeout` seconds; suspended rules are not in the index. The runs of one rule are serial (queued,
+ * bounded); its actions run in order and a failing one stops the run. Each run is recorded (short
+ * history). Evaluations and runs are rows of the store (rule_evals, rule_jobs) on both stores, so a
+ * firing and a run in progress outlive the process (evaluations.ts, jobs.ts).
  */
 import { randomUUID } from "node:crypto";
 import { setMaxListeners } from "node:events";
@@ -16,13 +16,11 @@ import type { CommittedEvent } from "../../ingest.js";
 import { MAX_CAUSE_CHAIN, runCaused } from "./cause.js";
 import type { Candidate, Compiled, JobState, RuleEngineOptions, RunListener } from "./engine-types.js";
 import { type EvalInput, RuleEvaluations } from "./evaluations.js";
-import { FiringRate, type FiringRateOptions } from "./firing-rate.js";
-import { handler } from "./handlers/index.js";
 import type { ActionDeps } from "./handlers/types.js";
 import { RuleJobs } from "./jobs.js";
 import { runActions } from "./run-actions.js";
+import { RuleIndex } from "./rule-index.js";
 import { RunHistory } from "./run-history.js";
-import { DeviceValues } from "./store-view.js";
 import { Turns } from "./turns.js";
 
 export type { RuleEngineOptions, RunListener } from "./engine-types.js";
@@ -31,12 +29,10 @@ export type { RuleEngineOptions, RunListener } from "./engine-types.js";
 export const RULES_CHANNEL = "rules:changed";
 
 export class RuleEngine {
-  private readonly rules = new Map<number, Compiled>();
-  private readonly index = new Map<string, Set<Compiled>>();
-  private readonly values: DeviceValues;
+  /** The rules by id and by the GUIDs they watch, and the evaluation of readings against them. */
+  private readonly index: RuleIndex;
   private readonly abort = new AbortController();
   private readonly maxPending: number;
-  private readonly shared: boolean;
   /** Durable, leased runs (rule_jobs). */
   private readonly jobs: RuleJobs;
   /** Durable evaluation (rule_evals): the readings of watched devices, written with their commit. */
@@ -46,7 +42,6 @@ export class RuleEngine {
   private unsubscribe: () => void = () => {};
   private unsubscribeResync: (() => void) | undefined;
   private readonly tag = randomUUID();
-  private readonly firingRate: Required<FiringRateOptions>;
   readonly stats = { fired: 0, runs: 0, failed: 0, dropped: 0, loops: 0, suspended: 0, resumed: 0 };
 
   constructor(
@@ -57,14 +52,12 @@ export class RuleEngine {
     options: RuleEngineOptions = {},
     private readonly clock: () => number = Date.now,
   ) {
-    this.values = new DeviceValues(store);
     // Every run in flight (sleeps, snapshot waits) listens to the one stop signal.
     setMaxListeners(0, this.abort.signal);
     this.history = new RunHistory(store, options.historyKeep ?? 20, log);
     this.maxPending = options.maxPending ?? 16;
     this.turns = new Turns(options.runsPerTurn ?? 64);
-    this.shared = options.shared ?? false;
-    this.firingRate = { maxFiringsPerSecond: 20, hotSeconds: 5, ...options.firingRate };
+    this.index = new RuleIndex(store, options.shared ?? false, { maxFiringsPerSecond: 20, hotSeconds: 5, ...options.firingRate });
     // Durable runs and evaluations on both stores (one code path): the one process of the embedded
     // store owns all their rows, several instances on PostgreSQL lease them.
     const leaseMs = options.leaseMs ?? 10_000;
@@ -73,7 +66,7 @@ export class RuleEngine {
       store.ruleEvals,
       this.jobs.lease,
       leaseMs,
-      { evaluate: (rows) => this.evaluateRows(rows), admit: (c, now) => this.admitCandidate(c, now), fired: (a, o) => this.firedDurably(a, o) },
+      { evaluate: (rows) => this.index.evaluateRows(rows), admit: (c, now) => this.admitCandidate(c, now), fired: (a, o) => this.firedDurably(a, o) },
       log,
       clock,
       options.testHoldEvaluation ?? false,
@@ -93,11 +86,7 @@ export class RuleEngine {
     return {
       lease: this.jobs.lease,
       leaseMs: this.jobs.leaseMs,
-      watches: (e) => {
-        const rules = this.index.get(e.guid);
-        if (rules) for (const r of rules) if (r.userId === e.userId) return true;
-        return false;
-      },
+      watches: (e) => this.index.watches(e),
     };
   }
 
@@ -105,22 +94,15 @@ export class RuleEngine {
     this.unsubscribe = this.bus.subscribe(RULES_CHANNEL, (message) => {
       const [tag, rid] = message.split(" ");
       if (tag === this.tag) return;
-      this.reload(Number(rid)).catch((err: unknown) => this.log.error({ err, rid }, "reloading a changed rule failed"));
+      this.index.reload(Number(rid)).catch((err: unknown) => this.log.error({ err, rid }, "reloading a changed rule failed"));
     });
     // A networked Bus that reconnected may have missed rule changes: read them all again.
     this.unsubscribeResync = this.bus.onResync?.(() => {
-      this.reloadAll().catch((err: unknown) => this.log.error({ err }, "reloading the rules failed"));
+      this.index.reloadAll().catch((err: unknown) => this.log.error({ err }, "reloading the rules failed"));
     });
-    await this.reloadAll();
+    await this.index.reloadAll();
     this.jobs.start();
     this.evaluations.start();
-  }
-
-  private async reloadAll(): Promise<void> {
-    const rows = await this.store.rules.all();
-    const live = new Set(rows.map((r) => r.id));
-    for (const id of [...this.rules.keys()]) if (!live.has(id)) this.remove(id);
-    for (const row of rows) await this.sync(row);
   }
 
   onRun(listener: RunListener): void {
@@ -130,13 +112,6 @@ export class RuleEngine {
   /** Tells the engines of other processes that a rule changed (this one was synced already). */
   announce(rid: number): void {
     this.bus.publish(RULES_CHANNEL, `${this.tag} ${rid}`);
-  }
-
-  /** Reads a rule again after another process changed it. */
-  private async reload(rid: number): Promise<void> {
-    const row = await this.store.rules.get(rid);
-    if (row) await this.sync(row);
-    else this.remove(rid);
   }
 
   /** Aborts running actions (sleeps, snapshot waits) and waits until their runs are recorded. */
@@ -153,57 +128,21 @@ export class RuleEngine {
 
   /** Brings a created, changed, suspended or unsuspended rule into the index. */
   async sync(row: RuleRow): Promise<void> {
-    const old = this.rules.get(row.id);
-    const rule: Compiled = {
-      id: row.id,
-      userId: row.user_id,
-      timeoutMs: row.timeout * 1000,
-      suspended: row.suspended,
-      removed: false,
-      pre: [],
-      actions: [],
-      state: old?.state ?? {
-        lastFired: null,
-        pending: 0,
-        chain: Promise.resolve(),
-        rate: new FiringRate(this.firingRate.maxFiringsPerSecond, this.firingRate.hotSeconds),
-      },
-    };
-    for (const p of row.preconditions) {
-      const h = handler(p.handler);
-      if (h?.kind === "precondition") rule.pre.push({ h, params: p.params, guid: h.guid(p.params) });
-    }
-    for (const a of row.actions) {
-      const h = handler(a.handler);
-      if (h?.kind === "action") rule.actions.push({ h, params: a.params });
-    }
-    if (old) this.unindex(old);
-    this.rules.set(row.id, rule);
-    if (rule.suspended) return;
-    for (const p of rule.pre) {
-      await this.values.watch(p.guid);
-      let set = this.index.get(p.guid);
-      if (!set) this.index.set(p.guid, (set = new Set()));
-      set.add(rule);
-    }
+    await this.index.sync(row);
   }
 
   remove(id: number): void {
-    const rule = this.rules.get(id);
-    if (!rule) return;
-    rule.removed = true;
-    this.unindex(rule);
-    this.rules.delete(id);
+    this.index.remove(id);
   }
 
   /** Resolves once every run queued so far has finished and been recorded. */
   async idle(): Promise<void> {
-    await Promise.all([...this.rules.values()].map((r) => r.state.chain));
+    await Promise.all(this.index.all().map((r) => r.state.chain));
     await this.history.idle();
   }
 
   get watched(): number {
-    return this.index.size;
+    return this.index.watched;
   }
 
   /** Committed events: the readings written to rule_evals with their commit, evaluated in order. */
@@ -222,42 +161,6 @@ export class RuleEngine {
     this.evaluations.submit(rows);
     if (unnamed) this.evaluations.claimNow();
   };
-
-  /** Whether `e` triggers the rule while its other preconditions hold (several instances: read as committed). */
-  private matches(rule: Compiled, e: { guid: string; DA: string }, prev: string | undefined): boolean | Promise<boolean> {
-    let triggered = false;
-    const others: Compiled["pre"] = [];
-    for (const p of rule.pre) {
-      if (p.guid === e.guid && p.h.triggers(p.params, prev, e.DA)) triggered = true;
-      else if (this.shared && p.guid !== e.guid) others.push(p);
-      else if (!p.h.holds(p.params, this.values.get(p.guid))) return false;
-    }
-    if (!triggered) return false;
-    if (others.length === 0) return true;
-    // Several instances: the other devices' events may have been committed elsewhere, so their
-    // values are read as committed now rather than from this process's view.
-    return Promise.all(others.map((p) => this.store.devices.byGuid(p.guid))).then((rows) => {
-      rows.forEach((row) => {
-        if (row?.last_da != null) this.values.set(row.guid, row.last_da, row.last_ts ?? 0);
-      });
-      return others.every((p, i) => p.h.holds(p.params, rows[i]?.last_da ?? undefined));
-    });
-  }
-
-  /** Durable evaluation: the rules each reading triggers, in order (rejects if a store read failed). */
-  private async evaluateRows(rows: EvalInput[]): Promise<Candidate[]> {
-    const found: Promise<Candidate | null>[] = [];
-    for (const r of rows) {
-      const rules = this.index.get(r.guid);
-      if (!rules) continue;
-      this.values.put(r.guid, r.DA, r.ts);
-      for (const rule of rules) {
-        if (rule.userId !== r.userId) continue;
-        found.push(Promise.resolve(this.matches(rule, r, r.prev ?? undefined)).then((ok) => (ok ? { rule, cause: r.cause, guid: r.guid } : null)));
-      }
-    }
-    return (await Promise.all(found)).filter((c): c is Candidate => c !== null);
-  }
 
   private admitCandidate(c: Candidate, now: number): RuleFiring | null {
     if (c.rule.removed || c.rule.suspended) return null;
@@ -330,7 +233,7 @@ export class RuleEngine {
   private suspendRunaway(rule: Compiled, now: number): void {
     this.stats.suspended++;
     rule.suspended = true;
-    this.unindex(rule);
+    this.index.unindex(rule);
     const error = rule.state.rate.describe();
     rule.state.rate.reset();
     this.log.warn({ rid: rule.id, perSecond: rule.state.rate.perSecond, seconds: rule.state.rate.seconds }, "rule fired too fast for too long: suspended");
@@ -347,10 +250,10 @@ export class RuleEngine {
   /** A job whose instance lost its lease: resumed here, in the rule's queue. */
   private resume(job: RuleJobRow): void {
     const go = async (): Promise<void> => {
-      let rule = this.rules.get(job.rule_id);
+      let rule = this.index.get(job.rule_id);
       if (!rule) {
-        await this.reload(job.rule_id);
-        rule = this.rules.get(job.rule_id);
+        await this.index.reload(job.rule_id);
+        rule = this.index.get(job.rule_id);
       }
       if (!rule) {
         await this.jobs.finish(job.id);
@@ -382,17 +285,5 @@ export class RuleEngine {
 
   private record(run: RuleRunRow, userId: number): void {
     this.history.record(run, userId);
-  }
-
-  private unindex(rule: Compiled): void {
-    for (const p of rule.pre) {
-      const set = this.index.get(p.guid);
-      if (!set) continue;
-      set.delete(rule);
-      if (set.size === 0) {
-        this.index.delete(p.guid);
-        this.values.forget(p.guid);
-      }
-    }
   }
 }
