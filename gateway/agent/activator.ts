@@ -15,7 +15,7 @@
  */
 import type { Logger } from "pino";
 import { type BlockClient, BlockClientError } from "../../protocol/block-client.js";
-import { type Backoff, retryAfterFloor, sleep } from "./backoff.js";
+import { type Backoff, type Wait, retryAfterFloor, sleep } from "./backoff.js";
 import type { TokenStore } from "./types.js";
 
 /**
@@ -48,6 +48,8 @@ export class Activator {
     private userToken: string | undefined,
     /** The agent's clock (BlockAgentOptions.clock): finish()'s bound on the one more request is read on it. */
     private readonly clock: () => number = Date.now,
+    /** The backoff waits. Default: a timer. */
+    private readonly wait: Wait = sleep,
   ) {}
 
   /** Resolves with a token, or null when stopped first (or finished without one). */
@@ -94,7 +96,7 @@ export class Activator {
           this.throttled++;
           this.log.warn({ err: e.message, delayMs: delay, retryAfterMs: e.retryAfterMs }, "activation throttled by the server (429), asking again later");
         } else this.log.warn({ err: e.message, delayMs: delay }, "activation request failed, backing off");
-        await sleep(delay, signal);
+        await this.wait(delay, signal);
       }
     }
     return this.lastTry();

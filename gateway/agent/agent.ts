@@ -23,83 +23,18 @@
  * - `stats()`: counters for /metrics and the simulator.
  */
 import pino, { type Logger } from "pino";
-import type { Dispatcher } from "undici";
 import { BlockClient, type BlockClientError } from "../../protocol/block-client.js";
 import { type ActivationEnd, Activator } from "./activator.js";
 import { AgentInput } from "./agent-input.js";
-import { Backoff, type BackoffOptions } from "./backoff.js";
+import type { AgentState, AgentStats, BackoffLoop, BlockAgentOptions } from "./agent-options.js";
+import { Backoff, type Wait, sleep } from "./backoff.js";
 import { CommandPoller } from "./poller.js";
-import { CommandRouter, type RouterCounters, type SnapshotSource } from "./router.js";
+import { CommandRouter, type SnapshotSource } from "./router.js";
 import { RefusalLog } from "./refusals.js";
-import type { CommandTarget, Outbox, RestorableOutbox, TokenStore } from "./types.js";
-import { Uplink, type UplinkOptions } from "./uplink.js";
+import type { CommandTarget, Outbox, RestorableOutbox } from "./types.js";
+import { Uplink } from "./uplink.js";
 
-export type { SnapshotSource };
-
-export interface BlockAgentOptions {
-  /** The block's node id: 12-64 alphanumerics. */
-  nodeId: string;
-  /** REST root including `/rest/v0`. Ignored when `client` is given. */
-  baseUrl?: string;
-  /** `{stream_url}` for snapshot uploads. Ignored when `client` is given. */
-  streamUrl?: string;
-  /** undici dispatcher shared by many agents (simulator). Ignored when `client` is given. */
-  dispatcher?: Dispatcher;
-  /** A ready client (tests, or a custom dispatcher setup). */
-  client?: BlockClient;
-  outbox: Outbox;
-  tokens: TokenStore;
-  /** A user access token for the direct activation flow; without it the two-legged flow is used. */
-  userToken?: string;
-  /** Snapshot source for commands to D 1004. */
-  camera?: SnapshotSource;
-  uplink?: UplinkOptions;
-  /** Backoff of the poller, the uplink and activation. Default 1 s to 2 min, reset after 30 s healthy. */
-  backoff?: BackoffOptions;
-  /**
-   * The simulator's lean path (submitLean): a lone reading is sent at once without being stored
-   * when the uplink would send it alone anyway, and `acked(ts)` hears its acknowledgement (the
-   * outbox's own listener hears the stored ones; it is counted in stats() but has no `acked`
-   * event). Needs a RestorableOutbox (the in-memory one).
-   * Never for a gateway: its readings must be stored durably before they are acknowledged to their
-   * link.
-   */
-  lean?: { acked(ts: number): void };
-  /** How often entries past the outbox's age limit are dropped, ms. Default 60 000. */
-  expireEveryMs?: number;
-  logger?: Logger;
-  clock?: () => number;
-}
-
-export type AgentState = "idle" | "activating" | "online" | "offline" | "stopped";
-
-export interface AgentStats extends RouterCounters {
-  state: AgentState;
-  submitted: number;
-  acked: number;
-  invalid: number;
-  rejected: number;
-  /** Outbox entries dropped by its bounds (rows, bytes, age). */
-  dropped: number;
-  /** Readings refused (not stored, not acknowledged) because the outbox could not write. */
-  refused: number;
-  /** The outbox refuses appends now (disk full or failing). */
-  outboxFull: boolean;
-  outboxRows: number;
-  outboxBytes: number;
-  activations: number;
-  revocations: number;
-  /** Times the server became reachable again after being unreachable. */
-  reconnects: number;
-  /** Epoch ms of the last answer from the server, null before the first. */
-  lastServerContact: number | null;
-  /**
-   * Answers 429 (rate limited): those the agent asks again after their Retry-After (uploads of
-   * readings, commands polls, activation requests), and camera snapshot uploads (dropped, not sent again).
-   */
-  throttled: { uplink: number; poll: number; activate: number; snapshot: number };
-}
-
+export type { AgentState, AgentStats, BackoffLoop, BlockAgentOptions, SnapshotSource };
 
 export class BlockAgent extends AgentInput {
   readonly nodeId: string;
@@ -136,13 +71,16 @@ export class BlockAgent extends AgentInput {
     this.clock = o.clock ?? Date.now;
     this.outbox = o.outbox;
     this.refusals = new RefusalLog(this.log, this.clock);
-    const backoff = (): Backoff => new Backoff({ ...o.backoff, clock: o.backoff?.clock ?? this.clock });
+    // Every Backoff of the agent is made here, with the jitter it was given.
+    const backoff = (loop: BackoffLoop): Backoff => new Backoff({ ...o.backoff, random: o.jitter?.(loop) ?? o.backoff?.random, clock: o.backoff?.clock ?? this.clock });
+    const pause = o.sleep;
+    const wait = (loop: BackoffLoop): Wait => (pause ? (ms, signal) => pause(ms, signal, loop) : sleep);
     // Each loop gets its own literal with every hook (no spread of a shared one): the uplink reads
     // them once per reading, and spread copies of closures made the loads miss their inline caches.
     const token = (): string | null => this.token;
     const unauthorized = (e: BlockClientError): void => this.revoked(e);
     const reachable = (up: boolean, err?: unknown): void => this.setReachable(up, err);
-    this.activator = new Activator(this.client, o.tokens, this.log, backoff(), o.userToken, this.clock);
+    this.activator = new Activator(this.client, o.tokens, this.log, backoff("activate"), o.userToken, this.clock, wait("activate"));
     this.uplink = new Uplink(this.client, this.outbox, {
       token,
       unauthorized,
@@ -163,9 +101,9 @@ export class BlockAgent extends AgentInput {
         this.log.error({ G: entry.G, V: entry.V, D: entry.D, err: err.message }, "the server refused a reading for good: dropped");
         this.emit("rejected", entry, err.message);
       },
-    }, this.log, { ...o.uplink, backoff: backoff() });
+    }, this.log, { ...o.uplink, backoff: backoff("uplink"), wait: wait("uplink") });
     this.router = new CommandRouter(this.nodeId, this.client, () => this.token, this.log, (e, ...args) => this.emit(e, ...args), o.camera);
-    this.poller = new CommandPoller(this.client, { token, unauthorized, reachable, route: (cmd) => this.router.route(cmd) }, this.log, backoff());
+    this.poller = new CommandPoller(this.client, { token, unauthorized, reachable, route: (cmd) => this.router.route(cmd) }, this.log, backoff("poll"), wait("poll"));
   }
 
   /** Loads the token (or starts activation), then runs the uplink and the poller. */

@@ -91,6 +91,9 @@ export function retryAfterOf(err: unknown): number {
   return retryAfterFloor(typeof ms === "number" ? ms : null);
 }
 
+/** How a loop waits after a failure: `ms`, or less when the signal aborts; never rejects. sleep() below, or a test's. */
+export type Wait = (ms: number, signal: AbortSignal) => Promise<void>;
+
 /** Resolves after `ms`, or at once when the signal aborts. Never rejects. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

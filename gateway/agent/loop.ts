@@ -3,13 +3,19 @@
  * start/stop with an AbortController, a wake-up when there is new work, and a backoff sleep that
  * ends early when the other loop reached the server again (but never before a 429's Retry-After).
  */
-import { sleep } from "./backoff.js";
+import { type Wait, sleep } from "./backoff.js";
 
 export abstract class AgentLoop {
   protected abort = new AbortController();
+  /** The backoff waits (the Retry-After's and the jitter's). Default: a timer. */
+  private readonly wait: Wait;
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
   private nap: AbortController | null = null;
+
+  constructor(wait: Wait = sleep) {
+    this.wait = wait;
+  }
 
   start(): void {
     if (this.loop) return;
@@ -49,10 +55,10 @@ export abstract class AgentLoop {
    * retryNow() ends early.
    */
   protected async backoffSleep(ms: number, signal: AbortSignal, floorMs = 0): Promise<void> {
-    if (floorMs > 0) await sleep(floorMs, signal);
+    if (floorMs > 0) await this.wait(floorMs, signal);
     const nap = new AbortController();
     this.nap = nap;
-    await sleep(ms, AbortSignal.any([signal, nap.signal]));
+    await this.wait(ms, AbortSignal.any([signal, nap.signal]));
     this.nap = null;
   }
 

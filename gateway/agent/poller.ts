@@ -7,7 +7,7 @@
 import type { Logger } from "pino";
 import { type BlockClient, BlockClientError } from "../../protocol/block-client.js";
 import type { Command } from "../../protocol/payloads.js";
-import { Backoff, retryAfterFloor } from "./backoff.js";
+import { Backoff, type Wait, retryAfterFloor, sleep } from "./backoff.js";
 import { AgentLoop } from "./loop.js";
 
 export interface PollerHooks {
@@ -26,8 +26,9 @@ export class CommandPoller extends AgentLoop {
     private readonly hooks: PollerHooks,
     private readonly log: Logger,
     readonly backoff: Backoff = new Backoff(),
+    wait: Wait = sleep,
   ) {
-    super();
+    super(wait);
   }
 
   protected async run(): Promise<void> {

@@ -8,7 +8,7 @@
  */
 import type { Logger } from "pino";
 import { type BlockClient, BlockClientError } from "../../protocol/block-client.js";
-import { Backoff, retryAfterFloor, sleep } from "./backoff.js";
+import { Backoff, type Wait, retryAfterFloor, sleep } from "./backoff.js";
 import { AgentLoop } from "./loop.js";
 import { stamp, wire } from "./runs.js";
 import type { Outbox, OutboxEntry, RestorableOutbox } from "./types.js";
@@ -85,9 +85,9 @@ export abstract class UplinkSender extends AgentLoop {
     protected readonly outbox: Outbox,
     protected readonly hooks: UplinkHooks,
     private readonly log: Logger,
-    options: UplinkOptions & { backoff?: Backoff } = {},
+    options: UplinkOptions & { backoff?: Backoff; wait?: Wait } = {},
   ) {
-    super();
+    super(options.wait);
     this.batchSize = options.batchSize ?? 1000;
     this.ratePerSecond = options.ratePerSecond ?? 20_000;
     this.pipeline = Math.max(1, options.pipeline ?? 4);

@@ -5,6 +5,7 @@
  * requests with the user token, paced by the run's CredentialPacer. The constructor only assigns;
  * open() (or start()) makes the transport and the blocks, stop() closes them.
  */
+import type { BackoffLoop } from "../../gateway/agent/agent.js";
 import { Backoff, retryAfterOf, sleep } from "../../gateway/agent/backoff.js";
 import type { ApiClient } from "../../protocol/api-client.js";
 import type { Command } from "../../protocol/payloads.js";
@@ -17,7 +18,7 @@ import { type FleetTransport, PIPELINING, SHORT_CONNECTIONS, type ShortCallClien
 import { Scheduler } from "./scheduler.js";
 import { FleetSendWindow } from "./send-window.js";
 import { CredentialPacer } from "./pacer.js";
-import { type SimDevice, VirtualBlock } from "./virtual-block.js";
+import { BLOCK_BACKOFF, type SimDevice, VirtualBlock } from "./virtual-block.js";
 
 
 /** The fleet's readings are fired in batches every this many ms (see Scheduler). */
@@ -25,8 +26,6 @@ const SCHEDULER_QUANTUM_MS = 10;
 /** A two-legged claim is first tried this long after the block started, ms, then every CLAIM_STEP_MS. */
 const CLAIM_FIRST_MS = 50;
 const CLAIM_STEP_MS = 200;
-/** The jitter added to a claim's Retry-After wait: the blocks' agents' backoff (virtual-block.ts). */
-const CLAIM_BACKOFF = { baseMs: 500, maxMs: 10_000, resetAfterMs: 10_000 };
 /**
  * A claim gives up (`claim_gave_up`) once the block has not been found waiting for this long, ms, on
  * the fleet's clock; the tries answered 429 do not count, nor the Retry-After they waited.
@@ -53,6 +52,8 @@ export interface FleetOptions {
   pacer?: CredentialPacer;
   /** The claims' waits (between tries, and after a 429). Default: a timer (backoff.ts sleep). */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** The blocks' agents' waits after a failure (a seam for tests), with the block's index in the scenario. Default: a timer. */
+  blockSleep?: (block: number, ms: number, signal: AbortSignal, loop: BackoffLoop) => Promise<void>;
 }
 
 export class Fleet {
@@ -105,6 +106,7 @@ export class Fleet {
     this.http = http;
     const s = o.scenario;
     const targets = o.targets && o.targets.length > 0 ? o.targets : [{ baseUrl: o.baseUrl, streamUrl: o.streamUrl }];
+    const blockSleep = o.blockSleep;
     for (let i = 0; i < s.blocks.count; i++) {
       if (!inPart(o.part, i)) continue;
       const nodeId = nodeIdFor(s.blocks.node_id, s.seed, i);
@@ -125,6 +127,7 @@ export class Fleet {
           },
           log: o.log,
           clock: o.clock,
+          sleep: blockSleep ? (ms, signal, loop) => blockSleep(i, ms, signal, loop) : undefined,
         }),
       );
     }
@@ -188,7 +191,7 @@ export class Fleet {
     const clock = this.o.clock ?? Date.now;
     const pause = this.o.sleep ?? sleep;
     const jitter = this.rng.child(`claim/${b.nodeId}`);
-    const backoff = new Backoff({ ...CLAIM_BACKOFF, random: () => jitter.next(), clock });
+    const backoff = new Backoff({ ...BLOCK_BACKOFF, random: () => jitter.next(), clock });
     let deadline = clock() + CLAIM_GIVE_UP_MS;
     let wait = CLAIM_FIRST_MS;
     /** When the last try was answered 429 (null otherwise): from then to the next try is the server's. */

@@ -5,7 +5,7 @@
  * Its devices and their fields are made in devices.ts, its readings rate kept in block-rate.ts.
  */
 import type { BlockTransport } from "../../protocol/transport.js";
-import { type ActivationEnd, BlockAgent, type CommandTarget, type Reading, type SendWindow } from "../../gateway/agent/index.js";
+import { type ActivationEnd, BlockAgent, type BlockAgentOptions, type CommandTarget, type Reading, type SendWindow } from "../../gateway/agent/index.js";
 import type { Command } from "../../protocol/payloads.js";
 import { cameraFrame } from "../jpeg.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -18,6 +18,9 @@ import { MeasuredOutbox, SimTokenStore } from "./memory.js";
 import type { Scheduler } from "./scheduler.js";
 
 export type { SimDevice };
+
+/** The blocks' agents' backoff (their activation, uplink and commands poll): 0.5 s doubling to 10 s. */
+export const BLOCK_BACKOFF = { baseMs: 500, maxMs: 10_000, resetAfterMs: 10_000 } as const;
 
 export type BlockState = "waiting" | "activating" | "online" | "offline" | "paused" | "dropped" | "stopped";
 
@@ -37,6 +40,8 @@ export interface BlockContext {
   onActivated(block: VirtualBlock): void;
   log(level: "info" | "warn" | "error", text: string): void;
   clock?: () => number;
+  /** The agent's waits after a failure (a seam for tests). Default: a timer. */
+  sleep?: BlockAgentOptions["sleep"];
 }
 
 export class VirtualBlock implements CommandTarget {
@@ -92,7 +97,14 @@ export class VirtualBlock implements CommandTarget {
       tokens: new SimTokenStore(),
       userToken: ctx.userToken,
       clock,
-      backoff: { baseMs: 500, maxMs: 10_000, resetAfterMs: 10_000 },
+      backoff: BLOCK_BACKOFF,
+      // The seed's jitter: a stream per block, by node id (whatever part of the fleet runs it), and a
+      // child of it per loop (activate, uplink, poll), so that a loop's waits do not hang on the others'.
+      jitter: (loop) => {
+        const stream = rng.child(`backoff/${nodeId}`).child(loop);
+        return () => stream.next();
+      },
+      sleep: ctx.sleep,
       uplink: ctx.window ? { window: ctx.window } : undefined,
       // A reading the uplink would send alone at once is sent without an outbox entry, and its
       // acknowledgement only counted and timed here (the outbox's listener above times the others).
