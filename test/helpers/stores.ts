@@ -1,5 +1,5 @@
 /**
- * The store implementations the shared suite (test/server/store-suite.test.ts) runs against. Each
+ * The store implementations the shared suite (test/server/store-suite-*.test.ts) runs against. Each
  * entry opens a fresh, empty store and cleans up after itself.
  */
 import { mkdtempSync, rmSync } from "node:fs";
