@@ -74,6 +74,18 @@ interface Outcome {
 const INTERRUPTED_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
 type Interruption = keyof typeof INTERRUPTED_EXIT;
 
+/**
+ * What the first Ctrl-C (or SIGTERM) says, on stderr: what the stop waits for and how long at most.
+ * The drain waits up to --drain for the activations, readings and commands in flight (against a hung
+ * server, that whole time, which would otherwise pass in silence), and 1.5 s more for callback
+ * deliveries when callbacks are registered (runner.ts, drain()); the cleanup makes its own requests.
+ */
+function stoppingLine(scenario: LoadedScenario, drainS: number): string {
+  const callbacks = scenario.callbacks.devices > 0;
+  const what = callbacks ? "activations, readings, commands and callbacks" : "activations, readings and commands";
+  return `stopping: waiting up to ${drainS + (callbacks ? 1.5 : 0)} s for the ${what} in flight${scenario.cleanup ? ", then cleaning up" : ""} (Ctrl-C again to quit at once)`;
+}
+
 /** Whether a stop requested in this phase cuts nothing short: the measured time is over, the drain runs on. */
 const measuredTimeOver = (phase: RunPhase): boolean => phase === "draining" || phase === "done";
 /** Whether a stop requested in this phase comes during the start-up: before the measured time began. */
@@ -159,7 +171,7 @@ export async function runSim(flags: SimFlags): Promise<void> {
       if (scenario.cleanup) process.stderr.write(`blockkit sim: quit before the cleanup; remove the leftovers with: blockkit sim cleanup --node-prefix ${prefix}\n`);
       process.exit(130);
     }
-    if (scenario.cleanup) process.stderr.write("stopping: draining, then cleaning up (Ctrl-C again to quit at once)\n");
+    process.stderr.write(`${stoppingLine(scenario, flags.drain)}\n`);
     interrupt(signal === "SIGINT" ? "SIGINT" : "SIGTERM");
   };
   // The TUI's q and Ctrl-C (keys in raw mode, not signals) are the same request as a Ctrl-C.

@@ -77,7 +77,7 @@ export function registerSim(program: Command): void {
     .option("--callback-host <host>", "address of the callback receiver", "127.0.0.1")
     .option("--callback-public-host <host>", "host name the server uses to reach the callback receiver")
     .option("--progress <seconds>", "headless progress line interval", positiveNumber, 2)
-    .option("--drain <seconds>", "longest wait at the end for unacknowledged readings and commands", positiveNumber, 15)
+    .option("--drain <seconds>", "longest wait at the end for the activations, readings and commands in flight", positiveNumber, 15)
     .option("--cleanup", "at the end (also after Ctrl-C) remove the run's callbacks and unpair its blocks")
     .option("--shard <i/n>", "run shard i of n of the scenario (n machines together run all of it; merge their reports with `sim merge`)", part)
     .option(

@@ -1,0 +1,62 @@
+/**
+ * The first Ctrl-C of `blockkit sim` says what the stop waits for and how long at most, and that a
+ * second one quits at once, with or without --cleanup (docs/simulator.md, exit codes). The server is
+ * a double on loopback that never answers: the block's activation request stays in flight, so the
+ * drain waits its whole --drain for it. Before, a run without --cleanup waited so in silence.
+ * The run is the real CLI process (without the respawn, BLOCKKIT_SIM_CHILD=1, so that the SIGINT
+ * sent to it is the one the terminal would send to the whole group).
+ */
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type CliProcess, spawnCli, stopProcess } from "../helpers/process.js";
+import { waitFor } from "../helpers/wait.js";
+
+describe("blockkit sim's first Ctrl-C against a hung server", () => {
+  let server: Server;
+  let url: string;
+  /** The requests the server received (and holds, unanswered). */
+  const held: { req: IncomingMessage; res: ServerResponse }[] = [];
+  let run: CliProcess | null = null;
+
+  beforeEach(async () => {
+    held.length = 0;
+    server = createServer((req, res) => void held.push({ req, res }));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterEach(async () => {
+    if (run) await stopProcess(run, "SIGKILL").catch(() => undefined);
+    run = null;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  /** Starts a one-block run against the hung server and waits until its activation request is held there. */
+  const start = async (extra: string[]): Promise<CliProcess> => {
+    const args = ["sim", "--headless", "--server", url, "--token", "user-token", "--blocks", "1", "--devices", "1", "--duration", "60", "--commands", "0", "--callbacks", "0", "--seed", "91", ...extra];
+    run = spawnCli(args, { BLOCKKIT_SIM_CHILD: "1" });
+    await waitFor("the block's activation request held by the server", () => held.some((h) => /\/activate\?/.test(h.req.url ?? "")), 15_000);
+    return run;
+  };
+
+  it("without --cleanup, says it waits up to --drain for what is in flight; a second Ctrl-C quits at once", { timeout: 40_000 }, async () => {
+    const p = await start(["--drain", "20"]);
+    p.child.kill("SIGINT");
+    // Before: no line at all, and the run sat through its 20 s drain.
+    await p.waitForErrLine(/^stopping: waiting up to 20 s for the activations, readings and commands in flight \(Ctrl-C again to quit at once\)$/, 10_000);
+    expect(p.stdout.join("\n")).not.toContain("stopping");
+    // Well before the 20 s of the drain are over.
+    expect(await stopProcess(p, "SIGINT", 5_000)).toBe(130);
+    expect(p.stderr.filter((l) => l.startsWith("stopping:"))).toHaveLength(1);
+  });
+
+  it("with --cleanup, says the cleanup follows; a second Ctrl-C quits before it, naming the command that does it later", { timeout: 40_000 }, async () => {
+    const p = await start(["--drain", "20", "--cleanup"]);
+    p.child.kill("SIGINT");
+    await p.waitForErrLine(/^stopping: waiting up to 20 s for the activations, readings and commands in flight, then cleaning up \(Ctrl-C again to quit at once\)$/, 10_000);
+    expect(await stopProcess(p, "SIGINT", 5_000)).toBe(130);
+    expect(p.stderr).toContain("blockkit sim: quit before the cleanup; remove the leftovers with: blockkit sim cleanup --node-prefix SIM91N");
+  });
+});
