@@ -22,9 +22,21 @@
  * through the default one, which calls the global timers) and `timeScale` for short real runs.
  */
 import { LineSplitter } from "../../protocol/serial-frames.js";
+import {
+  LED_DS,
+  NODE_INPUT_BYTES,
+  NODE_RESET_DEAF_MS,
+  PROFILES,
+  type ProfileSpec,
+  READ_DELAY_MS,
+  SERIAL_NODE_PROFILES,
+  type SerialNodeProfile,
+  deviceOf,
+  firstJsonObject,
+} from "./serial-node-firmware.js";
 
-export type SerialNodeProfile = "0.47" | "V12_1.00" | "blockkit";
-export const SERIAL_NODE_PROFILES: readonly SerialNodeProfile[] = ["0.47", "V12_1.00", "blockkit"];
+// The firmware's data lives in serial-node-firmware.ts; importers of the node take it from here.
+export { NODE_INPUT_BYTES, NODE_RESET_DEAF_MS, SERIAL_NODE_PROFILES, type SerialNodeProfile } from "./serial-node-firmware.js";
 
 /** The timers the node uses; the default calls the global ones at each use (so fake timers apply). */
 export interface NodeClock {
@@ -35,63 +47,6 @@ export const globalClock: NodeClock = {
   setTimeout: (fn, ms) => setTimeout(fn, ms),
   clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
 };
-
-interface ProfileSpec {
-  version: string;
-  versionFrame: "ACK" | "DEVICE";
-  reader: "burst" | "line";
-  /** Sends ERROR frames. */
-  errors: boolean;
-  /** D values it acts on (others: ERROR 3, or an ACK when it never errors). */
-  actuators: readonly number[];
-  heartbeatMs: number | null;
-  bootUnplugEmpty: boolean;
-  /** Its DA buffer, characters (longer ones overflow). */
-  daChars: number | null;
-}
-
-/** Input buffer of the Uno-class firmwares, bytes. */
-export const NODE_INPUT_BYTES = 128;
-/** Deaf time after a reset (bootloader, then setup()), ms. */
-export const NODE_RESET_DEAF_MS = 1_800;
-/** The firmware reads what has arrived together in one go: input is read this long after it arrives, ms. */
-const READ_DELAY_MS = 5;
-
-const PROFILES: Record<SerialNodeProfile, ProfileSpec> = {
-  "0.47": {
-    version: "V12_0.47",
-    versionFrame: "ACK",
-    reader: "burst",
-    errors: true,
-    // Built for V12 hardware: the eyes LED is D 1007 there (D 1000 is the V11 board's).
-    actuators: [11, 999, 1002, 1003, 1007],
-    heartbeatMs: 30_000,
-    bootUnplugEmpty: false,
-    daChars: 64,
-  },
-  "V12_1.00": {
-    version: "V12_1.00",
-    versionFrame: "ACK",
-    reader: "line",
-    errors: false,
-    actuators: [11, 999, 1000, 1002, 1003, 1007],
-    heartbeatMs: null,
-    bootUnplugEmpty: true,
-    daChars: null,
-  },
-  blockkit: {
-    version: "blockkit_1",
-    versionFrame: "DEVICE",
-    reader: "line",
-    errors: true,
-    actuators: [11, 999, 1000, 1002, 1003, 1007],
-    heartbeatMs: null,
-    bootUnplugEmpty: false,
-    daChars: null,
-  },
-};
-
-const LED_DS = new Set([999, 1000, 1007]);
 
 export interface SerialNodeOptions {
   profile: SerialNodeProfile;
@@ -304,44 +259,4 @@ export class SerialNode {
     this.timers.add(t);
     return t;
   }
-}
-
-/** The first JSON object at the start of `text` (what aJson.parse reads), or undefined. */
-function firstJsonObject(text: string): unknown {
-  const start = text.search(/\S/);
-  if (start === -1 || text[start] !== "{") return undefined;
-  let depth = 0;
-  let inString = false;
-  for (let i = start; i < text.length; i++) {
-    const c = text[i];
-    if (inString) {
-      if (c === "\\") i++;
-      else if (c === '"') inString = false;
-    } else if (c === '"') inString = true;
-    else if (c === "{" || c === "[") depth++;
-    else if (c === "}" || c === "]") {
-      depth--;
-      if (depth === 0) {
-        try {
-          return JSON.parse(text.slice(start, i + 1)) as unknown;
-        } catch {
-          return undefined;
-        }
-      }
-    }
-  }
-  return undefined;
-}
-
-/** DEVICE[0] as the firmware takes it: G a string, V and D whole numbers, DA a string or a whole number. */
-function deviceOf(json: unknown): { G: string; V: number; D: number; DA: string | number } | null {
-  if (typeof json !== "object" || json === null) return null;
-  const list = (json as { DEVICE?: unknown }).DEVICE;
-  if (!Array.isArray(list) || list.length === 0) return null;
-  const d = list[0] as Record<string, unknown>;
-  if (typeof d !== "object" || d === null) return null;
-  const { G, V, D, DA } = d;
-  if (typeof G !== "string" || !Number.isInteger(V) || !Number.isInteger(D)) return null;
-  if (typeof DA !== "string" && !Number.isInteger(DA)) return null;
-  return { G, V: V as number, D: D as number, DA: DA as string | number };
 }
