@@ -13,60 +13,21 @@
  * Transfer-Encoding whose last coding is not `chunked` reads until the close; 1xx heads are
  * skipped; 204 and 304 have no body.
  */
+import { chunked } from "./response-chunked.js";
+import { FIELDS, badField, lastCoding, trimOws, trimStart } from "./response-fields.js";
+import { type Answer, CR, LF, MORE, type ParseOptions, type ParseResult, type ParsedResponse, error } from "./response-result.js";
 
-export interface ParseOptions {
-  /** The connection closed: nothing more will arrive (ends a body framed by the close). */
-  eof: boolean;
-  /** Largest body accepted, bytes; a larger one is an error. Default: no limit. */
-  maxBytes?: number;
-  /** Largest head (status line and header fields), bytes. Default 64 KiB. */
-  maxHeadBytes?: number;
-}
-
-export interface ParsedResponse {
-  kind: "response";
-  status: number;
-  /** "1.1", "1.0", … */
-  version: string;
-  /** The header fields as received, one per line ("Name: value"), CRLF-separated; see headerList(). */
-  head: string;
-  body: Buffer;
-  /** Trailer fields of a chunked body, [name, value, …]. */
-  trailers: string[];
-  /** Bytes of `buf` this answer took, 1xx heads before it included. */
-  used: number;
-  /** The server keeps the connection open after this answer. */
-  keepAlive: boolean;
-  /** The server's `Keep-Alive: timeout=N` hint, ms; Infinity when none. */
-  keepAliveMs: number;
-}
-
-export type ParseResult =
-  | ParsedResponse
-  /** Not complete yet; `need`: the length `buf` must reach before the next call can say more (0: any more bytes). */
-  | { kind: "more"; need: number }
-  | { kind: "error"; message: string };
-
-const CR = 13;
-const LF = 10;
-const MORE: ParseResult = { kind: "more", need: 0 };
-/** Longest chunk-size line (size and extensions), bytes. */
-const MAX_CHUNK_LINE = 1024;
+// The parts of the parser are in response-result.ts, response-fields.ts and response-chunked.ts;
+// importers take what they need from here.
+export { headerList, headerRecord } from "./response-fields.js";
+export type { ParseOptions, ParseResult, ParsedResponse } from "./response-result.js";
 
 const STATUS_LINE = /^HTTP\/(\d\.\d) (\d{3})(?:$| )/;
 const VERSIONS = new Set(["1.1", "1.0", "0.9", "2.0"]);
 /** A reason phrase: no bare CR or LF (llhttp takes any other byte, NUL included). */
 const REASON = /^[^\r\n]*$/;
-/** Every header line: a token, a colon, then a value of HT, visible ASCII, SP and obs-text only. */
-const FIELDS = /^(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*(?:\r\n|$))*$/;
 /** A Content-Length value after the spaces and tabs that follow the colon: digits, then spaces only. */
 const LENGTH = /^([0-9]+) *$/;
-/** A chunk-size line: hex digits, then extensions `;name` or `;name=token` or `;name="quoted"`, no spaces. */
-const CHUNK_LINE = /^([0-9A-Fa-f]+)(?:;[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:=(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+|"(?:[\t\x20\x21\x23-\x5b\x5d-\x7e\x80-\xff]|\\[\t\x20-\x7e\x80-\xff])*"))?)*$/;
-
-function error(message: string): ParseResult {
-  return { kind: "error", message };
-}
 
 const HTTP_SLASH = Buffer.from("HTTP/", "latin1");
 
@@ -217,128 +178,7 @@ function body(buf: Buffer, eof: boolean, maxBytes: number, h: { status: number; 
   return answer(buf.subarray(bodyAt, total), total);
 }
 
-type Answer = (body: Buffer, used: number, trailers?: string[]) => ParsedResponse;
-
 function untilClose(buf: Buffer, eof: boolean, maxBytes: number, bodyAt: number, answer: Answer): ParseResult {
   if (buf.length - bodyAt > maxBytes) return error(`the answer is over the limit of ${maxBytes} bytes`);
   return eof ? answer(buf.subarray(bodyAt), buf.length) : MORE;
-}
-
-function chunked(buf: Buffer, eof: boolean, maxBytes: number, bodyAt: number, answer: Answer): ParseResult {
-  const parts: Buffer[] = [];
-  let size = 0;
-  let at = bodyAt;
-  const incomplete = (): ParseResult => (eof ? error("the connection closed before the answer was complete") : MORE);
-  for (;;) {
-    const eol = indexOfCrlf(buf, at);
-    if (eol < 0) {
-      // No CRLF ahead: an LF there is a bare one.
-      if (buf.indexOf(LF, at) >= 0) return error("a chunk-size line not ended by CRLF");
-      return buf.length - at > MAX_CHUNK_LINE ? error(`a chunk-size line is over ${MAX_CHUNK_LINE} bytes`) : incomplete();
-    }
-    const line = buf.toString("latin1", at, eol);
-    const m = CHUNK_LINE.exec(line);
-    if (!m) return error(`not a chunk size: ${JSON.stringify(line.slice(0, 40))}`);
-    const digits = (m[1] as string).replace(/^0+(?=.)/, "");
-    // More than 16 hex digits overflows llhttp's 64-bit size; beyond 2^53 no buffer could hold it anyway.
-    if (digits.length > 16) return error("a chunk size overflows");
-    const n = Number.parseInt(digits, 16);
-    at = eol + 2;
-    if (n === 0) return trailersAfter(buf, eof, at, parts, size, answer);
-    if (size + n > maxBytes) return error(`the answer is over the limit of ${maxBytes} bytes`);
-    if (buf.length < at + n + 2) return incomplete();
-    if (buf[at + n] !== CR || buf[at + n + 1] !== LF) return error("a chunk's data not followed by CRLF");
-    parts.push(buf.subarray(at, at + n));
-    size += n;
-    at += n + 2;
-  }
-}
-
-function trailersAfter(buf: Buffer, eof: boolean, at: number, parts: Buffer[], size: number, answer: Answer): ParseResult {
-  const trailers: string[] = [];
-  for (;;) {
-    const eol = indexOfCrlf(buf, at);
-    if (eol < 0) {
-      if (buf.indexOf(LF, at) >= 0) return error("a trailer line not ended by CRLF");
-      return eof ? error("the connection closed in the trailers") : MORE;
-    }
-    if (eol === at) {
-      const body = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, size);
-      return answer(body, eol + 2, trailers);
-    }
-    const line = buf.toString("latin1", at, eol);
-    if (!FIELDS.test(line)) return error(badField(line));
-    const colon = line.indexOf(":");
-    const name = line.slice(0, colon);
-    // llhttp reads trailers with the header rules: a Content-Length there meets the chunked coding.
-    if (name.toLowerCase() === "content-length") return error("a Content-Length in the trailers");
-    trailers.push(name, trimOws(line.slice(colon + 1)));
-    at = eol + 2;
-  }
-}
-
-/** The header fields of a head (ParsedResponse.head) as [name, value, …], in order, names as sent. */
-export function headerList(head: string): string[] {
-  const out: string[] = [];
-  if (head.length === 0) return out;
-  for (const line of head.split("\r\n")) {
-    const colon = line.indexOf(":");
-    out.push(line.slice(0, colon), trimOws(line.slice(colon + 1)));
-  }
-  return out;
-}
-
-/**
- * The header fields as Node's IncomingMessage.headers has them: names lower-cased, repeated fields
- * joined with ", " (set-cookie: an array).
- */
-export function headerRecord(head: string): Record<string, string | string[] | undefined> {
-  const out: Record<string, string | string[] | undefined> = {};
-  const list = headerList(head);
-  for (let i = 0; i < list.length; i += 2) {
-    const name = (list[i] as string).toLowerCase();
-    const value = list[i + 1] as string;
-    const had = out[name];
-    if (had === undefined) out[name] = name === "set-cookie" ? [value] : value;
-    else if (Array.isArray(had)) had.push(value);
-    else out[name] = `${had}, ${value}`;
-  }
-  return out;
-}
-
-function trimOws(s: string): string {
-  let a = 0;
-  let b = s.length;
-  while (a < b && (s.charCodeAt(a) === 32 || s.charCodeAt(a) === 9)) a++;
-  while (b > a && (s.charCodeAt(b - 1) === 32 || s.charCodeAt(b - 1) === 9)) b--;
-  return a === 0 && b === s.length ? s : s.slice(a, b);
-}
-
-function trimStart(s: string): string {
-  let a = 0;
-  while (a < s.length && (s.charCodeAt(a) === 32 || s.charCodeAt(a) === 9)) a++;
-  return a === 0 ? s : s.slice(a);
-}
-
-/** The last coding of a Transfer-Encoding list ("" after a trailing comma: then it is not chunked, as llhttp reads it). */
-function lastCoding(te: string): string {
-  return trimOws(te.slice(te.lastIndexOf(",") + 1));
-}
-
-function indexOfCrlf(buf: Buffer, from: number): number {
-  return buf.indexOf("\r\n", from, "latin1");
-}
-
-/** Why a block of header lines failed FIELDS. */
-function badField(text: string): string {
-  for (const line of text.split("\r\n")) {
-    if (line.startsWith(" ") || line.startsWith("\t")) return "a folded header line (obs-fold)";
-    const colon = line.indexOf(":");
-    if (colon <= 0 || !/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(line.slice(0, colon))) return `not a header field: ${JSON.stringify(line.slice(0, 40))}`;
-    for (let i = colon; i < line.length; i++) {
-      const c = line.charCodeAt(i);
-      if ((c < 32 && c !== 9) || c === 127) return `a control character in header ${JSON.stringify(line.slice(0, colon))}`;
-    }
-  }
-  return "a malformed header field";
 }
