@@ -95,12 +95,13 @@ export class ApiClient {
   }
 
   /** `query` null: no credential (the tickle path carries its own token). */
-  private async call<T>(method: Dispatcher.HttpMethod, path: string, body?: unknown, query?: Query | null): Promise<{ status: number; json: T }> {
+  private async call<T>(method: Dispatcher.HttpMethod, path: string, body?: unknown, query?: Query | null, signal?: AbortSignal): Promise<{ status: number; json: T }> {
     let res: Dispatcher.ResponseData;
     try {
       res = await request(this.url(this.base, path, query), {
         method,
         dispatcher: this.options.dispatcher,
+        signal,
         headers: body === undefined ? {} : { "content-type": "application/json" },
         body: body === undefined ? undefined : JSON.stringify(body),
         headersTimeout: this.options.timeoutMs ?? 35_000,
@@ -132,8 +133,8 @@ export class ApiClient {
     return (await this.call<Envelope<T>>(method, path, body, query)).json.data as T;
   }
 
-  private async done(method: Dispatcher.HttpMethod, path: string, body?: unknown): Promise<void> {
-    await this.call<Envelope>(method, path, body);
+  private async done(method: Dispatcher.HttpMethod, path: string, body?: unknown, signal?: AbortSignal): Promise<void> {
+    await this.call<Envelope>(method, path, body, undefined, signal);
   }
 
   /** GET /user: who the credential belongs to and the server's version (checks a token). */
@@ -149,12 +150,12 @@ export class ApiClient {
     return this.data("GET", `/device/${enc(guid)}`);
   }
   /** PUT /device/:guid: a command (`DA`) and/or a new title (`shortName`). */
-  updateDevice(guid: string, body: { DA?: string; shortName?: string }): Promise<void> {
-    return this.done("PUT", `/device/${enc(guid)}`, body);
+  updateDevice(guid: string, body: { DA?: string; shortName?: string }, signal?: AbortSignal): Promise<void> {
+    return this.done("PUT", `/device/${enc(guid)}`, body, signal);
   }
-  /** Sends a command to a device (PUT with DA alone). */
-  actuate(guid: string, DA: string): Promise<void> {
-    return this.updateDevice(guid, { DA });
+  /** Sends a command to a device (PUT with DA alone); `signal` ends the request once aborted. */
+  actuate(guid: string, DA: string, signal?: AbortSignal): Promise<void> {
+    return this.updateDevice(guid, { DA }, signal);
   }
   rename(guid: string, shortName: string): Promise<void> {
     return this.updateDevice(guid, { shortName });

@@ -33,7 +33,12 @@ export interface Report {
   /** Measured time (after the warm-up), seconds. */
   duration_s: number;
   blocks: BlockCounts;
-  counts: MetricsSnapshot["counters"] & { commands_lost: number; commands_in_flight: number; callback_devices: number };
+  /**
+   * `commands_put_unanswered_at_stop`: command PUTs still unanswered when the drain time ran out
+   * (then abandoned): the server may carry them out after the run. Absent in reports of older
+   * blockkit versions (0).
+   */
+  counts: MetricsSnapshot["counters"] & { commands_lost: number; commands_in_flight: number; commands_put_unanswered_at_stop?: number; callback_devices: number };
   errors_by_kind: Record<string, number>;
   /**
    * Answers 429 by the call that got them: the server rate-limited a credential and the call was
@@ -96,6 +101,8 @@ export interface ReportInput {
   callbackDevices: number;
   /** Commands still in flight when the run ended (not counted as lost). */
   commandsInFlight: number;
+  /** Command PUTs abandoned unanswered at the stop. Default 0. */
+  commandsAbandoned?: number;
   /** The fleet's send window over the measured window. */
   window: WindowSummary;
   part?: FleetPart | null;
@@ -203,6 +210,7 @@ export function buildReport(i: ReportInput): Report {
       ...c,
       commands_lost: Math.max(0, c.commands_sent - c.commands_received - i.commandsInFlight),
       commands_in_flight: i.commandsInFlight,
+      commands_put_unanswered_at_stop: i.commandsAbandoned ?? 0,
       callback_devices: i.callbackDevices,
     },
     errors_by_kind: i.metrics.errors_by_kind,
@@ -256,7 +264,8 @@ export function summaryLines(r: Report): string[] {
     `blocks ${r.blocks.activated}/${r.blocks.planned} activated${r.blocks.in_flight_at_stop ? `, ${r.blocks.in_flight_at_stop} in flight at the stop` : ""}, events ${r.counts.events_acked}/${r.counts.events_sent} acked, ${r.counts.errors} errors, ${r.counts.throttled ?? 0} throttled, ` +
       (measured ? `${r.events_per_s}/s` : `rate ${notMeasured}`),
     lat("ingest ack", r.latency_ms.ingest),
-    lat("command round trip", r.latency_ms.command),
+    lat("command round trip", r.latency_ms.command) +
+      (r.counts.commands_put_unanswered_at_stop ? `, ${r.counts.commands_put_unanswered_at_stop} PUT${r.counts.commands_put_unanswered_at_stop === 1 ? "" : "s"} unanswered at the stop` : ""),
     `${lat("callback delivery", r.latency_ms.callback)}, ${r.counts.callbacks_received} deliveries on ${r.counts.callback_devices} devices`,
     measured
       ? `simulator: CPU ${cpuText(r.simulator)} (max ${r.simulator.cpu_percent_max}%, ${r.simulator.cpu_us_per_event ?? "-"} µs/event), loop delay p99 ${ms(r.simulator.loop_delay_p99_ms)} ms; bottleneck: ${r.simulator.bottleneck} (${r.simulator.reason})`

@@ -276,7 +276,7 @@ export class SimRunner {
     const deadline = this.clock() + (this.o.drainTimeoutMs ?? 15_000);
     // Activations in flight are answered before the report counts them (and before the cleanup).
     await this.fleet.finishActivations(this.o.drainTimeoutMs ?? 15_000);
-    await this.commands.drain();
+    await this.commands.drain(deadline - this.clock());
     while (this.clock() < deadline && (this.fleet.backlog() > 0 || this.commands.inFlight > 0)) await this.wait(100);
     // Callbacks are delivered within about a second of the data arriving.
     if (this.callbacks.registered.length > 0) await this.wait(1500);
@@ -295,6 +295,7 @@ export class SimRunner {
       measuredAcked,
       callbackDevices: this.callbacks.registered.length,
       commandsInFlight: this.commands.inFlight,
+      commandsAbandoned: this.commands.abandonedAtStop,
       window: this.fleet.window.summary(),
     });
     this.phase = "done";
@@ -314,7 +315,7 @@ export class SimRunner {
     this.chaos.stop();
     // A run abandoned without its drain: what was asked is still answered first (see drain()).
     this.fleet.quiesce();
-    await this.fleet.finishActivations(this.o.drainTimeoutMs ?? 15_000);
+    await Promise.all([this.fleet.finishActivations(this.o.drainTimeoutMs ?? 15_000), this.commands.drain(this.o.drainTimeoutMs ?? 15_000)]);
     await this.fleet.stop();
     await this.receiver.stop();
     this.load.stop();

@@ -3,7 +3,8 @@
  * and times each from the PUT until the virtual device receives it (command round trip). One command
  * at a time per device, so a late arrival cannot be matched to the wrong command; one that has not
  * arrived after `lostAfterMs` counts as lost. A PUT answered 429 holds every command back until the
- * server's Retry-After has passed (bounded as the agent's loops bound it).
+ * server's Retry-After has passed (bounded as the agent's loops bound it). At the stop, the PUTs
+ * still unanswered are waited for up to what is left of the drain, then abandoned and counted.
  */
 import { retryAfterOf } from "../../gateway/agent/backoff.js";
 import type { ApiClient } from "../../protocol/api-client.js";
@@ -26,6 +27,13 @@ export class CommandDriver {
   /** After a 429: no command before this time (the run's clock, ms), the server's Retry-After. */
   private notBefore = 0;
   private readonly puts = new Set<Promise<void>>();
+  /** Aborts the PUTs still unanswered when drain()'s time ran out. */
+  private readonly abandon = new AbortController();
+  /**
+   * PUTs abandoned unanswered at the stop: the server may still carry them out (the command then
+   * reaches its block after the run), so they are neither errors nor lost commands.
+   */
+  abandonedAtStop = 0;
   paused = false;
 
   constructor(
@@ -51,8 +59,16 @@ export class CommandDriver {
     this.timer = undefined;
   }
 
-  async drain(): Promise<void> {
+  /** Waits up to `ms` for the PUTs in flight to be answered, then abandons (aborts) the others. */
+  async drain(ms: number): Promise<void> {
+    if (this.puts.size === 0) return;
+    const timer = setTimeout(() => this.abandon.abort(), Math.max(0, ms));
     await Promise.allSettled([...this.puts]);
+    clearTimeout(timer);
+    if (this.abandonedAtStop > 0) {
+      const n = this.abandonedAtStop;
+      this.log("warn", `${n} command PUT${n === 1 ? " was" : "s were"} still unanswered after ${Math.ceil(ms / 100) / 10} s: the server may carry ${n === 1 ? "it" : "them"} out after the run`);
+    }
   }
 
   pendingList(): { guid: string; da: string; ageMs: number }[] {
@@ -119,10 +135,14 @@ export class CommandDriver {
   private send(d: SimDevice): void {
     const da = this.nextValue(d);
     this.pending.set(d.guid, { da, sentAt: this.clock() });
-    const p = this.api.actuate(d.guid, da).then(
+    const p = this.api.actuate(d.guid, da, this.abandon.signal).then(
       () => this.metrics.commandSent(),
       (err: unknown) => {
         this.pending.delete(d.guid);
+        if (this.abandon.signal.aborted) {
+          this.abandonedAtStop++;
+          return;
+        }
         const status = (err as { status?: number }).status ?? 0;
         // 429: the user token is rate limited; no command was made, the device is picked again later,
         // and no command is sent before the server's Retry-After (none: the next tick, as before).
