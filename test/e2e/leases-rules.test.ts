@@ -1,113 +1,18 @@
 /**
- * Work that must happen once per event across several instances on PostgreSQL, and survive the
- * loss of the instance doing it (leases of 1 s here): callback deliveries (the durable outbox) and
- * rule evaluations and runs (rule_evals, rule jobs). Real server processes, the instance doing the
- * work killed with SIGKILL.
+ * Rule evaluations and runs across several instances on PostgreSQL (rule_evals, rule jobs, leases
+ * of 1 s here): a rule judged by the values committed before each event, a sleeping run on an
+ * instance killed with SIGKILL resumed by another and run once, an event acknowledged by an instance
+ * killed before it evaluated the rules fired on another once, and a resumed run and a newer firing
+ * of the same rule run in firing order. Real server processes (leases-helpers.ts).
  */
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Receiver, startReceiver } from "../server/automation/helpers.js";
+import { describe, expect, it } from "vitest";
 import { http } from "../helpers/http.js";
 import { waitFor } from "../helpers/wait.js";
-import { PG_AVAILABLE, PG_BASE_URL, pgSchemaUrl } from "../helpers/pg.js";
-import { type CliProcess, startServerProcess, stopProcess } from "../helpers/process.js";
-
-const ADMIN = "leases-admin-token-000001";
-type Server = CliProcess & { baseUrl: string };
+import { PG_AVAILABLE } from "../helpers/pg.js";
+import { type Server, a, activate, b, count, db, post, sql, start, useInstances, user, withOthersStopped } from "./leases-helpers.js";
 
 describe.skipIf(!PG_AVAILABLE)("leased work across instances on PostgreSQL", () => {
-  const db = pgSchemaUrl();
-  const servers: Server[] = [];
-  let a: Server;
-  let b: Server;
-  let receiver: Receiver;
-  let sql: pg.Client;
-  const start = async (lease = 1, env: NodeJS.ProcessEnv = {}): Promise<Server> => {
-    const s = await startServerProcess({ dataDir: "/nonexistent-unused", adminToken: ADMIN, pollHoldSeconds: 10, extraArgs: ["--db", db.url, "--lease", String(lease)], env });
-    servers.push(s);
-    return s;
-  };
-  beforeAll(async () => {
-    a = await start();
-    b = await start();
-    receiver = await startReceiver();
-    sql = new pg.Client({ connectionString: PG_BASE_URL });
-    await sql.connect();
-  }, 60_000);
-  afterAll(async () => {
-    for (const s of servers) await stopProcess(s).catch(() => undefined);
-    await sql?.end();
-    await receiver?.close();
-    await db.drop();
-  });
-
-  const user = (path: string): string => `${path}${path.includes("?") ? "&" : "?"}user_access_token=${ADMIN}`;
-  const count = async (table: string): Promise<number> => Number((await sql.query(`SELECT count(*) AS n FROM ${db.schema}.${table}`)).rows[0].n);
-  const activate = async (node: string): Promise<string> => {
-    const res = await http<{ token: string }>(`${a.baseUrl}${user(`/block/${node}/activate`)}`);
-    expect(res.status).toBe(200);
-    return res.body.token;
-  };
-  const post = async (srv: Server, node: string, token: string, D: number, DA: string): Promise<void> => {
-    const res = await http(`${srv.baseUrl}/block/${node}/data`, { method: "POST", headers: { "x-service-token": token }, json: { G: "0", V: 0, D, DA } });
-    expect(res.status).toBe(200);
-  };
-  const setCallback = async (guid: string, path: string): Promise<void> => {
-    const res = await http(`${a.baseUrl}${user(`/device/${guid}/callback`)}`, { method: "POST", json: { url: `${receiver.url}${path}` } });
-    expect(res.status).toBe(200);
-  };
-  const deliveries = (path: string) => receiver.received.filter((r) => r.url === path);
-  /**
-   * Runs `f` with A and B stopped (SIGSTOP), then lets them go on: the work C commits meanwhile is
-   * leased by C itself. Otherwise a poll of A or B (every 0.5 s) may lease C's delivery before C's
-   * own claim, which follows its commit: 3 deliveries in 40 on this machine under load. The test
-   * then killed an instance that held nothing and waited in vain for a second attempt.
-   */
-  const withOthersStopped = async <T>(f: () => Promise<T>): Promise<T> => {
-    for (const s of [a, b]) s.child.kill("SIGSTOP");
-    try {
-      return await f();
-    } finally {
-      for (const s of [a, b]) s.child.kill("SIGCONT");
-    }
-  };
-
-  it("a callback is delivered once per event, in order, whichever instance committed it", async () => {
-    const node = "LEASES0000000001";
-    const token = await activate(node);
-    await post(a, node, token, 9, "0");
-    await setCallback(`${node}_0_0_9`, "/once");
-    for (let i = 1; i <= 6; i++) await post(i % 2 ? a : b, node, token, 9, String(i));
-    await waitFor("six deliveries", async () => deliveries("/once").length >= 6, 15_000);
-    // Nothing is left to deliver: no second delivery of any event can follow.
-    await waitFor("an empty outbox", async () => (await count("callback_outbox")) === 0, 10_000);
-    const got = deliveries("/once");
-    expect(got.map((r) => (JSON.parse(r.body.toString()) as { DA: number }).DA)).toEqual([1, 2, 3, 4, 5, 6]);
-    expect(new Set(got.map((r) => r.headers["x-blockkit-delivery"])).size).toBe(6);
-  });
-
-  it("the delivery in flight on an instance killed with SIGKILL is made by another once its lease lapses", async () => {
-    const c = await start();
-    const node = "LEASES0000000002";
-    const token = await activate(node);
-    await post(a, node, token, 9, "0");
-    await setCallback(`${node}_0_0_9`, "/takeover");
-    receiver.hold = true;
-    // C leased the delivery and its attempt is held by the receiver: C dies with it.
-    await withOthersStopped(async () => {
-      await post(c, node, token, 9, "42");
-      await waitFor("C's attempt", async () => deliveries("/takeover").length === 1, 10_000);
-      c.child.kill("SIGKILL");
-      await c.exited;
-    });
-    receiver.release();
-    // The 1 s lease and a poll every 0.5 s: 1.5 s on an idle machine; the bound is for a loaded one.
-    await waitFor("the attempt of another instance", async () => deliveries("/takeover").length === 2, 15_000);
-    const [first, second] = deliveries("/takeover");
-    expect(second?.headers["x-blockkit-delivery"]).toBe(first?.headers["x-blockkit-delivery"]);
-    expect(JSON.parse(String(second?.body))).toMatchObject({ GUID: `${node}_0_0_9`, DA: 42 });
-    await waitFor("an empty outbox", async () => (await count("callback_outbox")) === 0, 10_000);
-  }, 60_000);
+  useInstances();
 
   it("a rule judges each event by the values committed before it, whichever instance took the earlier ones", async () => {
     const node = "LEASES0000000004";
@@ -197,47 +102,6 @@ describe.skipIf(!PG_AVAILABLE)("leased work across instances on PostgreSQL", () 
     const resumed = async (srv: Server): Promise<number> =>
       Number(/^blockkit_rule_runs_resumed_total (\d+)/m.exec((await http(`${new URL(srv.baseUrl).origin}/metrics`)).text)?.[1] ?? Number.NaN);
     expect((await resumed(a)) + (await resumed(b))).toBe(1);
-  }, 60_000);
-
-  it("an instance stopped cleanly hands its delivery in flight and its sleeping run over at once, not after its lease", async () => {
-    // C's leases last 30 s: only their release at its stop lets the others take over within seconds.
-    const node = "LEASES0000000005";
-    const token = await activate(node);
-    const button = `${node}_0_0_5`;
-    const relay = `${node}_0_0_1002`;
-    for (const D of [5, 9, 1002]) await post(a, node, token, D, "0");
-    await setCallback(`${node}_0_0_9`, "/released");
-    const created = await http(`${a.baseUrl}${user("/rule")}`, {
-      method: "POST",
-      json: {
-        shortName: "Press, wait, switch",
-        preconditions: [{ handler: "serviceChange", params: { guid: button, to: "1" } }],
-        actions: [
-          { handler: "sleep", params: { guid: "N/A", sleepLength: 2000 } },
-          { handler: "serviceSendCommand", params: { guid: relay, da: "1" } },
-        ],
-      },
-    });
-    expect(created.status).toBe(200);
-    const c = await start(30);
-    receiver.hold = true;
-    // The delivery and the run are C's (A and B stopped meanwhile).
-    await withOthersStopped(async () => {
-      await post(c, node, token, 9, "7");
-      await post(c, node, token, 5, "1");
-      await waitFor("C's attempt", async () => deliveries("/released").length === 1, 10_000);
-      await waitFor("C's run sleeping", async () => (await sql.query(`SELECT 1 FROM ${db.schema}.rule_jobs WHERE sleep_until IS NOT NULL`)).rows.length === 1, 10_000);
-    });
-    const stopped = Date.now();
-    expect(await stopProcess(c)).toBe(0);
-    receiver.release();
-    await waitFor("the delivery made by another instance", async () => deliveries("/released").length === 2, 15_000);
-    const polled = await http<{ DEVICE: { DA: string; GUID: string }[] }>(`${b.baseUrl}/block/${node}/commands`, { headers: { "x-service-token": token } });
-    expect(polled.body.DEVICE).toEqual([expect.objectContaining({ GUID: relay, DA: "1" })]);
-    // Well under C's 30 s leases: released at its stop, taken at the next poll (at most 1 s).
-    expect(Date.now() - stopped).toBeLessThan(20_000);
-    const [first, second] = deliveries("/released");
-    expect(second?.headers["x-blockkit-delivery"]).toBe(first?.headers["x-blockkit-delivery"]);
   }, 60_000);
 
   /** A rule: the button pressed (DA 1) switches the relay on, waits, and off. */
