@@ -29,6 +29,7 @@ export const EXAMPLES: Record<string, string[]> = {
   "users token": ["blockkit users token alice --data ./data"],
   migrate: ["blockkit migrate --db postgres://blockkit@127.0.0.1/blockkit"],
   export: ["blockkit export --data ./data > dump"],
+  backup: ["blockkit backup --data /var/lib/blockkit --out /var/backups/blockkit/blockkit-$(date +%F).db", "blockkit backup --check /var/backups/blockkit/blockkit-2026-11-25.db"],
   import: ["blockkit import --db postgres://blockkit@127.0.0.1/blockkit < dump"],
   "sim replay": ["blockkit sim replay frames.jsonl --server http://127.0.0.1:8000 --token $TOKEN"],
   login: ["blockkit login --server 127.0.0.1:8000 --token $TOKEN", "blockkit login --server https://hub.example --token $TOKEN --profile home"],

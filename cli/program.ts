@@ -9,6 +9,7 @@ import { BLOCKKIT_VERSION } from "../protocol/version.js";
 import { registerApi } from "./api/index.js";
 import { CliError, type CliIO, commandPath } from "./api/context.js";
 import { registerApps } from "./apps.js";
+import { registerBackup } from "./backup.js";
 import { registerCompletion } from "./completion.js";
 import { registerGateway, registerMqttPassword } from "./gateway.js";
 import { registerOpenapi } from "./openapi.js";
@@ -62,6 +63,7 @@ export function buildProgram(io: CliIO = processIO): Command {
   registerOpenapi(program);
   registerUsers(program);
   registerStoreCommands(program);
+  registerBackup(program);
   registerGateway(program);
   registerMqttPassword(program);
   registerSim(program);
