@@ -12,40 +12,18 @@ import { CallbackRegistrar } from "./fleet/callbacks.js";
 import { Chaos } from "./fleet/chaos.js";
 import { CommandDriver } from "./fleet/commands.js";
 import { Fleet } from "./fleet/fleet.js";
-import type { ShortCallClient } from "./fleet/transport.js";
+import { MeasuredTime } from "./measured-time.js";
 import { SelfLoad } from "./metrics/load.js";
 import { Metrics } from "./metrics/metrics.js";
 import { Random } from "./random.js";
+import { type RunPhase, type SimOptions, warnOverLimit } from "./runner-options.js";
 import { type Report, buildReport } from "./report.js";
 import { scenarioPart } from "./part.js";
 import { type RunStatus, runnerStatus } from "./status.js";
-import type { FleetPart } from "./report.js";
 import type { LoadedScenario } from "./scenario/parse.js";
 
-export type RunPhase = "starting" | "ramping" | "warmup" | "running" | "draining" | "done";
-
-export interface SimOptions {
-  scenario: LoadedScenario;
-  /** REST root including /rest/v0. */
-  baseUrl: string;
-  streamUrl?: string;
-  /** Several servers of one cluster: blocks are spread round robin over them (the first takes the user's API calls). */
-  targets?: { baseUrl: string; streamUrl?: string }[];
-  /** Run only this part of the scenario (--shard, --workers; simulator/part.ts). */
-  part?: FleetPart | null;
-  /** The user access token: direct activation, command PUTs, callbacks, claims. */
-  token: string;
-  /** Address of the callback receiver. Default 127.0.0.1, port 0. */
-  callbackHost?: string;
-  callbackPort?: number;
-  /** Host name the server uses to reach the receiver. Default: callbackHost. */
-  callbackPublicHost?: string;
-  /** Longest wait for outboxes to drain at the end, ms. Default 15 000. */
-  drainTimeoutMs?: number;
-  clock?: () => number;
-  /** The client of the blocks' readings and uploads (`--transport`). Default "http1": the simulator's own. */
-  transport?: ShortCallClient;
-}
+// What a run is given and its phases are in runner-options.ts; importers take them from here.
+export type { RunPhase, SimOptions } from "./runner-options.js";
 
 export class SimRunner {
   readonly metrics = new Metrics();
@@ -62,15 +40,11 @@ export class SimRunner {
   phase: RunPhase = "starting";
   paused = false;
   startedAt = 0;
-  private measureStart: number | null = null;
-  private pausedTotal = 0;
-  private pausedSince: number | null = null;
+  /** The measured window: opened after the warm-up, pauses left out, fixed at the drain. */
+  private readonly measure: MeasuredTime;
   private ticker: NodeJS.Timeout | undefined;
   private readonly timers = new Set<NodeJS.Timeout>();
   private chaosCount = 0;
-  private ackedAtStart = 0;
-  /** The measured window's figures, fixed when the drain starts (the drain is not measured). */
-  private measured: { ms: number; acked: number } | null = null;
   private endRequested: (() => void) | null = null;
   /** A stop asked for before run() could take it (during start()) still ends the run. */
   private stopRequested = false;
@@ -85,6 +59,7 @@ export class SimRunner {
     this.s = scenarioPart(o.scenario, o.part);
     if (!o.token) throw new TypeError("SimRunner: a user access token is required");
     this.clock = o.clock ?? Date.now;
+    this.measure = new MeasuredTime(this.metrics, this.clock);
     const log = (level: "info" | "warn" | "error", text: string): void => this.log.add(level, text);
     this.api = new ApiClient({ baseUrl: o.baseUrl, streamUrl: o.streamUrl, token: o.token, dispatcher: this.apiDispatcher, timeoutMs: 15_000 });
     this.fleet = new Fleet({
@@ -127,7 +102,7 @@ export class SimRunner {
 
   async start(): Promise<void> {
     this.startedAt = this.clock();
-    this.warnOverLimit();
+    warnOverLimit(this.s, this.log);
     this.load.start();
     await this.receiver.start();
     this.fleet.open();
@@ -138,18 +113,6 @@ export class SimRunner {
     this.ticker = setInterval(() => this.tick(), 1000);
     this.commands.start();
     this.run().then(this.resolveFinished, this.rejectFinished);
-  }
-
-  /** Says so when the scenario asks more of the user token than the server's limit allows (rate_limit). */
-  private warnOverLimit(): void {
-    const s = this.s;
-    const limit = s.rate_limit.requests_per_s;
-    if (limit <= 0) return;
-    const per = `the user token's ${round(limit)} requests/s (rate_limit.requests_per_s, the server's limit per credential)`;
-    if (s.ramp_up.blocks_per_s > limit && s.blocks.two_legged < s.blocks.count) {
-      this.log.add("info", `ramp_up.blocks_per_s ${round(s.ramp_up.blocks_per_s)} is above ${per}: direct activations go at ${round(limit)}/s`);
-    }
-    if (s.commands.rate > limit) this.log.add("warn", `commands.rate ${round(s.commands.rate)}/s is above ${per}: commands are sent at ${round(limit)}/s at most`);
   }
 
   private async run(): Promise<Report> {
@@ -178,8 +141,7 @@ export class SimRunner {
     }
     if ((this.phase === "ramping" || this.phase === "warmup") && !this.stopRequested) {
       this.phase = "running";
-      this.measureStart = this.clock();
-      this.ackedAtStart = this.metrics.counters.events_acked;
+      this.measure.open();
       this.load.mark();
       this.fleet.window.resetStats();
       this.chaos.start(s.chaos);
@@ -204,20 +166,12 @@ export class SimRunner {
   }
 
   measuredMs(): number {
-    if (this.measureStart === null) return 0;
-    const now = this.clock();
-    return now - this.measureStart - this.pausedTotal - (this.pausedSince !== null ? now - this.pausedSince : 0);
+    return this.measure.measuredMs();
   }
 
-  /**
-   * Events acknowledged per second over the measured window (pauses excluded; before it starts,
-   * since the run started). The progress lines, the TUI header and the report share this one
-   * definition, so the summary's rate is the last progress line's.
-   */
+  /** Events acknowledged per second over the measured window (MeasuredTime.ackRate: the one definition). */
   ackRate(): number {
-    const acked = this.measured?.acked ?? (this.measureStart === null ? this.metrics.counters.events_acked : this.metrics.counters.events_acked - this.ackedAtStart);
-    const ms = this.measured?.ms ?? (this.measureStart === null ? this.clock() - this.startedAt : this.measuredMs());
-    return ms > 0 ? Math.round((acked / ms) * 1e5) / 100 : 0;
+    return this.measure.ackRate(this.startedAt);
   }
 
   remainingMs(): number {
@@ -233,8 +187,9 @@ export class SimRunner {
   async pause(): Promise<void> {
     if (this.paused || this.phase === "draining" || this.phase === "done") return;
     this.paused = true;
-    this.pausedSince = this.clock();
-    this.metrics.paused(this.pausedSince);
+    const at = this.clock();
+    this.measure.pause(at);
+    this.metrics.paused(at);
     this.commands.paused = true;
     this.log.add("info", "run paused");
     await this.fleet.pauseAll();
@@ -243,8 +198,7 @@ export class SimRunner {
   async resume(): Promise<void> {
     if (!this.paused) return;
     this.paused = false;
-    if (this.pausedSince !== null) this.pausedTotal += this.clock() - this.pausedSince;
-    this.pausedSince = null;
+    this.measure.resume();
     this.metrics.resumed(this.clock());
     this.commands.paused = false;
     this.log.add("info", "run resumed");
@@ -268,8 +222,7 @@ export class SimRunner {
     const measuredMs = this.measuredMs();
     // The simulator's load and the acknowledged rate cover the measured window, not the drain.
     const load = this.load.summary();
-    const measuredAcked = this.measureStart === null ? 0 : this.metrics.counters.events_acked - this.ackedAtStart;
-    this.measured = { ms: measuredMs, acked: measuredAcked };
+    const measuredAcked = this.measure.fix(measuredMs);
     this.chaos.stop();
     this.commands.stop();
     this.fleet.quiesce();
@@ -330,9 +283,4 @@ export class SimRunner {
     }
     await this.apiDispatcher.close().catch(() => undefined);
   }
-}
-
-/** A rate for a log line: whole, or two decimals for a shard's share. */
-function round(n: number): number {
-  return Math.round(n * 100) / 100;
 }
