@@ -95,6 +95,12 @@ export function registerSim(program: Command): void {
   registerCleanup(sim);
   registerMerge(sim);
   registerNodes(sim);
+  // The program lists a command's ancestors' options under "Global Options" (the API commands read
+  // their group's --server and --token). These three read none of a sim run's options: their help
+  // lists their own. `sim nodes` keeps them: it builds its devices from --scenario, --devices, --rate.
+  for (const sub of sim.commands) {
+    if (["replay", "cleanup", "merge"].includes(sub.name())) sub.configureHelp({ ...sub.configureHelp(), showGlobalOptions: false });
+  }
 }
 
 function part(value: string): FleetPartFlag {

@@ -116,6 +116,32 @@ describe("blockkit sim's target options", () => {
   });
 });
 
+describe("the help of sim's sub-commands", () => {
+  /** The whole --help text of a command, on one line. */
+  function helpOf(path: string): string {
+    const cmd = allCommands(buildProgram(capture().io)).find((c) => commandPath(c) === path);
+    if (!cmd) throw new Error(`no command ${path}`);
+    let help = "";
+    cmd.configureOutput({ writeOut: (t) => (help += t) });
+    cmd.outputHelp();
+    return help.replace(/\s+/g, " ");
+  }
+
+  it("lists only the options merge, cleanup and replay read, not every option of a sim run", () => {
+    const merge = helpOf("blockkit sim merge");
+    expect(merge.match(/ --[a-z-]+/g)).toEqual([" --report", " --help"]);
+    for (const path of ["blockkit sim cleanup", "blockkit sim replay"]) {
+      const help = helpOf(path);
+      expect(help, path).not.toMatch(/Global Options|--blocks|--workers|--shard/);
+      expect(help, path).toMatch(/--server <url>/);
+    }
+    // sim's own --help is unchanged (docs/simulator.md is checked against it), and the API commands
+    // still show the --server/--token of their group, which they read.
+    expect(helpOf("blockkit sim")).toMatch(/--blocks <n> .*--shard <i\/n> .*--workers <n>/);
+    expect(helpOf("blockkit device data")).toMatch(/Global Options: --server <url>/);
+  });
+});
+
 describe("blockkit sim's defaults", () => {
   it("--help gives the default of each fleet flag, the one a run without it uses", async () => {
     const { scenarioFromFlags } = await import("../../simulator/scenario/defaults.js");
