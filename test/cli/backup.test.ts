@@ -6,6 +6,7 @@
  * a full disk under --out leaves no file behind and says so.
  */
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
 import { once } from "node:events";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -119,7 +120,7 @@ describe("blockkit backup", () => {
     }
   });
 
-  it("refuses an existing --out, a --data without a database, a file that is not one, and a PostgreSQL store", { timeout: 60_000 }, async () => {
+  it("refuses an existing --out, a missing --out directory, a --data without a database, a file that is not one, and a PostgreSQL store", { timeout: 60_000 }, async () => {
     const dir = join(root, "small");
     seededDataDir(dir, 10);
     const existing = join(root, "existing.db");
@@ -127,8 +128,9 @@ describe("blockkit backup", () => {
     const junk = join(root, "junk");
     mkdirSync(junk);
     writeFileSync(join(junk, "blockkit.db"), "not a database ".repeat(100));
-    const [overwrite, typo, notDb, pg, badCheck] = await Promise.all([
+    const [overwrite, noDir, typo, notDb, pg, badCheck] = await Promise.all([
       blockkit(["backup", "--data", dir, "--out", existing]),
+      blockkit(["backup", "--data", dir, "--out", join(root, "missing", "b.db")]),
       blockkit(["backup", "--data", join(root, "typo"), "--out", join(root, "typo.db")]),
       blockkit(["backup", "--data", junk, "--out", join(root, "junk.db")]),
       blockkit(["backup", "--db", "postgres://blockkit@127.0.0.1/blockkit", "--out", join(root, "pg.db")]),
@@ -137,6 +139,8 @@ describe("blockkit backup", () => {
     expect(overwrite.code).toBe(2);
     expect(overwrite.err).toContain(`--out: ${existing} exists: give --force to replace it`);
     expect(readFileSync(existing, "utf8")).toBe("an older backup");
+    expect(noDir.code).toBe(2);
+    expect(noDir.err).toContain(`--out: the directory ${join(root, "missing")} does not exist`);
     expect(typo.code).toBe(1);
     expect(typo.err).toContain(`no blockkit database at ${join(root, "typo", "blockkit.db")}: the directory ${join(root, "typo")} does not exist`);
     expect(existsSync(join(root, "typo"))).toBe(false);
@@ -155,7 +159,7 @@ describe("blockkit backup", () => {
     expect(statSync(existing).mode & 0o777).toBe(0o600);
   });
 
-  it("removes the partial copy when the disk under --out fills, and says so", { timeout: 60_000 }, async () => {
+  it("removes the partial copy when the disk under --out fills, and says so; refuses a read-only one", { timeout: 60_000 }, async () => {
     const dir = join(root, "big");
     seededDataDir(dir, 3000); // about 3 MB
     const fs = SmallFs.mount(1024 * 1024);
@@ -165,6 +169,11 @@ describe("blockkit backup", () => {
       expect(r.code).toBe(1);
       expect(r.err).toContain(`the disk of ${fs.dir} is full: the partial copy ${join(fs.dir, ".big.db.partial")} was removed`);
       expect(readdirSync(fs.dir)).toEqual([]);
+      // A directory that cannot be written is refused before anything is copied.
+      execFileSync("mount", ["-o", "remount,ro", fs.dir]);
+      const ro = await blockkit(["backup", "--data", dir, "--out", out]);
+      expect(ro.code).toBe(2);
+      expect(ro.err).toContain(`--out: cannot write in ${fs.dir} (EROFS)`);
     } finally {
       fs.unmount();
     }
