@@ -17,7 +17,8 @@
  * a live owner has overwritten it, so a stale one misleads nobody.
  *
  * One-shot commands (`blockkit users`, `apps`, `export`) open the store without an ingest thread
- * and take no lock: they run beside the server by design (docs/operations.md).
+ * and take no lock, and `blockkit backup` only reads the file (backup.ts): they run beside the server
+ * by design (docs/operations.md).
  */
 import { closeSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
