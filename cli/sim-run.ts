@@ -8,7 +8,7 @@ import { type Report, summaryLines, writeReport } from "../simulator/report.js";
 import { type RunPhase, SimRunner } from "../simulator/runner.js";
 import { overrideWithFlags, scenarioFromFlags } from "../simulator/scenario/defaults.js";
 import { type LoadedScenario, ScenarioError, validateScenario } from "../simulator/scenario/parse.js";
-import { type CleanupResult, nodePrefix } from "../simulator/cleanup.js";
+import { type CleanupResult, cleanupLines, nodePrefix } from "../simulator/cleanup.js";
 import { fleetDoesNotFit, openFileLimit } from "../simulator/fd-limit.js";
 import { blocksInPart, workerCount, workerPart } from "../simulator/part.js";
 import type { FleetPart } from "../simulator/report.js";
@@ -45,6 +45,7 @@ export function buildScenario(f: SimFlags): LoadedScenario {
   if (f.warmup !== undefined) doc.warmup_s = f.warmup;
   if (f.rateLimit !== undefined) doc.rate_limit = { requests_per_s: f.rateLimit };
   if (f.cleanup) doc.cleanup = true;
+  if (f.cleanupTimeout !== undefined) doc.cleanup_timeout_s = f.cleanupTimeout;
   return validateScenario(doc);
 }
 
@@ -78,12 +79,13 @@ type Interruption = keyof typeof INTERRUPTED_EXIT;
  * What the first Ctrl-C (or SIGTERM) says, on stderr: what the stop waits for and how long at most.
  * The drain waits up to --drain for the activations, readings and commands in flight (against a hung
  * server, that whole time, which would otherwise pass in silence), and 1.5 s more for callback
- * deliveries when callbacks are registered (runner.ts, drain()); the cleanup makes its own requests.
+ * deliveries when callbacks are registered (runner.ts, drain()); the cleanup, after it, has a bound of
+ * its own (cleanup_timeout_s).
  */
 function stoppingLine(scenario: LoadedScenario, drainS: number): string {
   const callbacks = scenario.callbacks.devices > 0;
   const what = callbacks ? "activations, readings, commands and callbacks" : "activations, readings and commands";
-  return `stopping: waiting up to ${drainS + (callbacks ? 1.5 : 0)} s for the ${what} in flight${scenario.cleanup ? ", then cleaning up" : ""} (Ctrl-C again to quit at once)`;
+  return `stopping: waiting up to ${drainS + (callbacks ? 1.5 : 0)} s for the ${what} in flight${scenario.cleanup ? `, then cleaning up for up to ${scenario.cleanup_timeout_s} s` : ""} (Ctrl-C again to quit at once)`;
 }
 
 /** Whether a stop requested in this phase cuts nothing short: the measured time is over, the drain runs on. */
@@ -220,11 +222,7 @@ export async function runSim(flags: SimFlags): Promise<void> {
   if (workers > 1) process.stderr.write(`${workers} worker processes, ${parts.map((p) => `part ${p?.index}/${p?.count}`).join(", ")}\n`);
   // A shard's thresholds speak of the whole fleet: `sim merge` checks them on the merged reports.
   for (const line of summaryLines(report)) if (!shard || !line.startsWith("threshold ")) process.stderr.write(`${line}\n`);
-  if (cleanup) {
-    process.stderr.write(`cleanup: ${cleanup.blocks} blocks unpaired, ${cleanup.callbacks} callbacks removed${cleanup.failed.length > 0 ? `, ${cleanup.failed.length} failed` : ""}\n`);
-    for (const f of cleanup.failed.slice(0, 10)) process.stderr.write(`cleanup failed: ${f}\n`);
-    if (cleanup.failed.length > 0) process.stderr.write(`retry with: blockkit sim cleanup --node-prefix ${prefix}\n`);
-  }
+  if (cleanup) for (const line of cleanupLines(cleanup, `blockkit sim cleanup --node-prefix ${prefix}`)) process.stderr.write(`${line}\n`);
   if (interrupted !== null) {
     const when = duringStartUp ? "during start-up, before the measured time" : `after ${report.duration_s} of ${scenario.duration_s} s measured`;
     process.stderr.write(`interrupted (${interrupted}) ${when}: not a pass, exit ${INTERRUPTED_EXIT[interrupted]}\n`);

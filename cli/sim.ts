@@ -35,6 +35,7 @@ export interface SimFlags {
   progress: number;
   drain: number;
   cleanup?: boolean;
+  cleanupTimeout?: number;
   shard?: FleetPartFlag;
   workers?: number;
   /** The client of the blocks' readings and uploads: the simulator's own HTTP/1.1 client, or undici. */
@@ -79,6 +80,7 @@ export function registerSim(program: Command): void {
     .option("--progress <seconds>", "headless progress line interval", positiveNumber, 2)
     .option("--drain <seconds>", "longest wait at the end for the activations, readings and commands in flight", positiveNumber, 15)
     .option("--cleanup", "at the end (also after Ctrl-C) remove the run's callbacks and unpair its blocks")
+    .option("--cleanup-timeout <seconds>", "longest time the cleanup may take; what is left after it is named, with the command that finishes it (default: 30)", positiveNumber)
     .option("--shard <i/n>", "run shard i of n of the scenario (n machines together run all of it; merge their reports with `sim merge`)", part)
     .option(
       "--workers <n>",

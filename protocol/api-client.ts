@@ -33,6 +33,8 @@ export interface ApiClientOptions {
   dispatcher?: Dispatcher;
   /** Per-request time limit, ms. Default 35 000 (longer than the service's 30 s holds). */
   timeoutMs?: number;
+  /** Ends every request of this client, in flight or later, once aborted (rejected with status 0). */
+  signal?: AbortSignal;
 }
 
 export class ApiError extends Error {
@@ -101,7 +103,7 @@ export class ApiClient {
       res = await request(this.url(this.base, path, query), {
         method,
         dispatcher: this.options.dispatcher,
-        signal,
+        signal: signal ?? this.options.signal,
         headers: body === undefined ? {} : { "content-type": "application/json" },
         body: body === undefined ? undefined : JSON.stringify(body),
         headersTimeout: this.options.timeoutMs ?? 35_000,
@@ -135,6 +137,11 @@ export class ApiClient {
 
   private async done(method: Dispatcher.HttpMethod, path: string, body?: unknown, signal?: AbortSignal): Promise<void> {
     await this.call<Envelope>(method, path, body, undefined, signal);
+  }
+
+  /** This client with its requests ended once `signal` aborts (a caller with a time bound of its own). */
+  withSignal(signal: AbortSignal): ApiClient {
+    return new ApiClient({ ...this.options, signal });
   }
 
   /** GET /user: who the credential belongs to and the server's version (checks a token). */

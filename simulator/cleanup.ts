@@ -4,7 +4,10 @@
  * with `--cleanup` (or `cleanup: true` in the scenario), also after Ctrl-C, and by
  * `blockkit sim cleanup --node-prefix P` for the leftovers of earlier runs. The calls are paced to
  * the server's limit per credential, and one answered 429 all the same is asked again after a wait.
+ * A run's cleanup has a time bound of its own (`cleanup_timeout_s`): against a server that no
+ * longer answers each call would otherwise wait its whole time limit, block after block.
  */
+import { sleep } from "../gateway/agent/backoff.js";
 import type { ApiClient } from "../protocol/api-client.js";
 import { CredentialPacer } from "./fleet/pacer.js";
 
@@ -13,6 +16,11 @@ export interface CleanupResult {
   callbacks: number;
   /** `what: message` of every call that failed (a 404 is not a failure: already gone). */
   failed: string[];
+  /**
+   * Only when the time bound ran out: what was not cleaned up (not asked, or asked and abandoned
+   * unanswered; the server may have done some of the latter). `blockkit sim cleanup` finishes it.
+   */
+  left?: { afterS: number; blocks: string[]; callbacks: string[] };
 }
 
 /** Calls at once against the server: enough to be quick, few enough not to flood it. */
@@ -33,16 +41,17 @@ function gone(err: unknown): boolean {
 /** Tries of one call answered 429 before it counts as failed; waits of 0.5, 1, 2, 4 s between. */
 const THROTTLED_TRIES = 5;
 
-/** `call`, paced; asked again after a wait while answered 429 (the user token is rate limited). */
-async function paced(pacer: CredentialPacer, call: () => Promise<unknown>): Promise<void> {
+/** `call`, paced; asked again after a wait while answered 429 (the user token is rate limited). Ends once `signal` aborts. */
+async function paced(pacer: CredentialPacer, call: () => Promise<unknown>, signal: AbortSignal): Promise<void> {
   for (let attempt = 1; ; attempt++) {
-    await pacer.take();
+    await pacer.take(signal);
+    signal.throwIfAborted();
     try {
       await call();
       return;
     } catch (err) {
-      if ((err as { status?: number }).status !== 429 || attempt >= THROTTLED_TRIES) throw err;
-      await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
+      if (signal.aborted || (err as { status?: number }).status !== 429 || attempt >= THROTTLED_TRIES) throw err;
+      await sleep(250 * 2 ** attempt, signal);
     }
   }
 }
@@ -53,33 +62,61 @@ const DEFAULT_REQUESTS_PER_S = 1000;
 /**
  * Removes the callbacks of `callbackGuids`, then unpairs `nodeIds`. `inFlight`: those of them whose
  * activation request was abandoned unanswered (Fleet.inFlightAtStop): one the server does not know
- * (404) may still be claimed after the cleanup, and is reported among the failures.
+ * (404) may still be claimed after the cleanup, and is reported among the failures. `timeoutMs`:
+ * the cleanup's bound; what is left after it is aborted and listed in the result's `left`.
  */
 export async function cleanupFleet(
   api: ApiClient,
-  what: { nodeIds: string[]; callbackGuids: string[]; inFlight?: readonly string[]; pacer?: CredentialPacer },
+  what: { nodeIds: string[]; callbackGuids: string[]; inFlight?: readonly string[]; pacer?: CredentialPacer; timeoutMs?: number },
 ): Promise<CleanupResult> {
   const result: CleanupResult = { blocks: 0, callbacks: 0, failed: [] };
   const pacer = what.pacer ?? new CredentialPacer(DEFAULT_REQUESTS_PER_S);
+  const bound = new AbortController();
+  const timer = what.timeoutMs === undefined ? undefined : setTimeout(() => bound.abort(), what.timeoutMs);
+  const signal = bound.signal;
+  const client = api.withSignal(signal);
+  const left = { blocks: [] as string[], callbacks: [] as string[] };
   await each(what.callbackGuids, async (guid) => {
+    if (signal.aborted) return void left.callbacks.push(guid);
     try {
-      await paced(pacer, () => api.removeCallback(guid));
+      await paced(pacer, () => client.removeCallback(guid), signal);
       result.callbacks++;
     } catch (err) {
-      if (!gone(err)) result.failed.push(`callback of ${guid}: ${(err as Error).message}`);
+      if (signal.aborted) left.callbacks.push(guid);
+      else if (!gone(err)) result.failed.push(`callback of ${guid}: ${(err as Error).message}`);
     }
   });
   const inFlight = new Set(what.inFlight);
   await each(what.nodeIds, async (nodeId) => {
+    if (signal.aborted) return void left.blocks.push(nodeId);
     try {
-      await paced(pacer, () => api.unpairBlock(nodeId));
+      await paced(pacer, () => client.unpairBlock(nodeId), signal);
       result.blocks++;
     } catch (err) {
-      if (!gone(err)) result.failed.push(`block ${nodeId}: ${(err as Error).message}`);
+      if (signal.aborted) left.blocks.push(nodeId);
+      else if (!gone(err)) result.failed.push(`block ${nodeId}: ${(err as Error).message}`);
       else if (inFlight.has(nodeId)) result.failed.push(`block ${nodeId}: its activation was still in flight at the stop; the server may claim it after this cleanup`);
     }
   });
+  clearTimeout(timer);
+  if (signal.aborted) result.left = { afterS: (what.timeoutMs ?? 0) / 1000, ...left };
   return result;
+}
+
+/** What a cleanup's result says on stderr at the end of a run, `retry` being the command that finishes it. */
+export function cleanupLines(c: CleanupResult, retry: string): string[] {
+  const lines = [`cleanup: ${c.blocks} blocks unpaired, ${c.callbacks} callbacks removed${c.failed.length > 0 ? `, ${c.failed.length} failed` : ""}`];
+  if (c.left) {
+    const { blocks, callbacks } = c.left;
+    lines.push(`cleanup: not finished within ${c.left.afterS} s (--cleanup-timeout): ${blocks.length} block${blocks.length === 1 ? "" : "s"} and ${callbacks.length} callback${callbacks.length === 1 ? "" : "s"} not cleaned up`);
+    const names = [...blocks.map((n) => `block ${n}`), ...callbacks.map((g) => `callback of ${g}`)];
+    for (const n of names.slice(0, 10)) lines.push(`cleanup left: ${n}`);
+    if (names.length > 10) lines.push(`cleanup left: … and ${names.length - 10} more`);
+  }
+  for (const f of c.failed.slice(0, 10)) lines.push(`cleanup failed: ${f}`);
+  if (c.left) lines.push(`finish it with: ${retry}`);
+  else if (c.failed.length > 0) lines.push(`retry with: ${retry}`);
+  return lines;
 }
 
 /**

@@ -278,6 +278,7 @@ export class SimRunner {
         callbackGuids: this.callbacks.registered,
         inFlight: this.fleet.inFlightAtStop,
         pacer: this.fleet.pacer,
+        timeoutMs: this.s.cleanup_timeout_s * 1000,
       });
       this.fleet.pacer.stop();
     }

@@ -161,6 +161,8 @@ export const ScenarioSchema = Type.Object(
     chaos: Type.Array(ChaosSpec, { default: [] }),
     /** At the end (also after Ctrl-C): remove the run's callbacks and unpair its blocks. */
     cleanup: Type.Boolean({ default: false }),
+    /** The cleanup's own time bound, seconds (= --cleanup-timeout): what is left after it is named, with the command that finishes it. */
+    cleanup_timeout_s: Type.Number({ exclusiveMinimum: 0, maximum: 86_400, default: 30 }),
     /** Pass/fail conditions, e.g. `p99_command_ms < 50`, `errors == 0`. */
     thresholds: Type.Array(Type.String({ minLength: 3, maxLength: 200 }), { default: [] }),
   },

@@ -108,7 +108,11 @@ export class WorkerPool {
   cleanupResult(): CleanupResult | null {
     const done = this.workers.map((w) => w.cleanup).filter((c): c is CleanupResult => c !== null);
     if (done.length === 0) return null;
-    return { blocks: done.reduce((n, c) => n + c.blocks, 0), callbacks: done.reduce((n, c) => n + c.callbacks, 0), failed: done.flatMap((c) => c.failed) };
+    const sum: CleanupResult = { blocks: done.reduce((n, c) => n + c.blocks, 0), callbacks: done.reduce((n, c) => n + c.callbacks, 0), failed: done.flatMap((c) => c.failed) };
+    // Each worker cleans up its own blocks under the same bound, at the same time.
+    const left = done.filter((c) => c.left !== undefined).map((c) => c.left as NonNullable<CleanupResult["left"]>);
+    if (left.length > 0) sum.left = { afterS: Math.max(...left.map((l) => l.afterS)), blocks: left.flatMap((l) => l.blocks), callbacks: left.flatMap((l) => l.callbacks) };
+    return sum;
   }
 
   /** Each worker's phase as it last reported it ("starting" before its first report). */

@@ -163,6 +163,7 @@ describe("blockkit sim's defaults", () => {
       commands: shown("--commands"),
       callbacks: shown("--callbacks"),
       warmup: shown("--warmup"),
+      cleanupTimeout: shown("--cleanup-timeout"),
     }).toEqual({
       blocks: String(s.blocks.count),
       devices: String(s.devices.length),
@@ -172,6 +173,7 @@ describe("blockkit sim's defaults", () => {
       commands: String(s.commands.rate),
       callbacks: String(s.callbacks.devices),
       warmup: String(s.warmup_s),
+      cleanupTimeout: String(s.cleanup_timeout_s),
     });
   });
 });

@@ -105,6 +105,13 @@ duration_s: 10
     ]);
   });
 
+  it("bounds the cleanup: 30 s by default, a time above 0 when given", () => {
+    const devices = [{ type: "relay" }];
+    expect(validateScenario({ devices }).cleanup_timeout_s).toBe(30);
+    expect(validateScenario({ devices, cleanup_timeout_s: 2.5 }).cleanup_timeout_s).toBe(2.5);
+    expect(problems(() => validateScenario({ devices, cleanup_timeout_s: 0 }))).toEqual([expect.stringMatching(/^cleanup_timeout_s: /)]);
+  });
+
   it("says one thing per path: a missing generator field once, and what a choice allows", () => {
     expect(
       problems(() =>
