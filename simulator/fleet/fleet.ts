@@ -6,7 +6,6 @@
  * open() (or start()) makes the transport and the blocks, stop() closes them.
  */
 import type { BackoffLoop } from "../../gateway/agent/agent.js";
-import { Backoff, retryAfterOf, sleep } from "../../gateway/agent/backoff.js";
 import type { ApiClient } from "../../protocol/api-client.js";
 import type { Command } from "../../protocol/payloads.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -18,19 +17,14 @@ import { type FleetTransport, PIPELINING, SHORT_CONNECTIONS, type ShortCallClien
 import { Scheduler } from "./scheduler.js";
 import { FleetSendWindow } from "./send-window.js";
 import { CredentialPacer } from "./pacer.js";
-import { BLOCK_BACKOFF, type SimDevice, VirtualBlock } from "./virtual-block.js";
+import { Claims } from "./claims.js";
+import { type SimDevice, VirtualBlock } from "./virtual-block.js";
 
+// The claims' timings are in claims.ts; importers take CLAIM_GIVE_UP_MS from here.
+export { CLAIM_GIVE_UP_MS } from "./claims.js";
 
 /** The fleet's readings are fired in batches every this many ms (see Scheduler). */
 const SCHEDULER_QUANTUM_MS = 10;
-/** A two-legged claim is first tried this long after the block started, ms, then every CLAIM_STEP_MS. */
-const CLAIM_FIRST_MS = 50;
-const CLAIM_STEP_MS = 200;
-/**
- * A claim gives up (`claim_gave_up`) once the block has not been found waiting for this long, ms, on
- * the fleet's clock; the tries answered 429 do not count, nor the Retry-After they waited.
- */
-export const CLAIM_GIVE_UP_MS = 20_000;
 
 export interface FleetOptions {
   scenario: LoadedScenario;
@@ -68,11 +62,8 @@ export class Fleet {
   private rampTimer: NodeJS.Timeout | undefined;
   private started = 0;
   private stopped = false;
-  private readonly claims = new Set<Promise<void>>();
-  /** Aborted by quiesce(): ends the claims' waits (a Retry-After may be minutes). */
-  private readonly stopping = new AbortController();
-  /** Two-legged blocks the simulator claimed (POST /block answered): their held request gets the token. */
-  private readonly claimed = new Set<VirtualBlock>();
+  /** The two-legged blocks' claims (claims.ts). */
+  private readonly claims: Claims;
   private finishing: Promise<void> | null = null;
   /**
    * Blocks whose activation request was still unanswered when the run gave up waiting
@@ -88,6 +79,7 @@ export class Fleet {
     this.scheduler = new Scheduler(o.clock ?? Date.now, SCHEDULER_QUANTUM_MS);
     this.rng = new Random(o.scenario.seed);
     this.pacer = o.pacer ?? new CredentialPacer(o.scenario.rate_limit.requests_per_s, o.clock);
+    this.claims = new Claims(o, this.rng, this.pacer, () => this.activationFailed++);
   }
 
   /** Blocks this fleet runs (its part of the scenario), before and after they are built. */
@@ -172,67 +164,7 @@ export class Fleet {
       this.activationFailed++;
       this.o.log("error", `${b.nodeId}: start failed: ${(err as Error).message}`);
     });
-    if (b.index < this.o.scenario.blocks.two_legged) {
-      const p = this.claim(b).finally(() => this.claims.delete(p));
-      this.claims.add(p);
-    }
-  }
-
-  /**
-   * The user's leg of the two-legged flow: claim once the block is waiting (404 until it is). A 429
-   * is the user token's backpressure, not the block's absence: counted as throttled, asked again after
-   * the server's Retry-After (bounded as the agent's loops bound it, retryAfterFloor) plus the usual
-   * step plus a backoff's full jitter, as the agent's loops add it (blocks throttled together do not
-   * all come back at one instant; drawn from the run's seeded stream, one child per block, so a seed
-   * reproduces the waits whatever the order of the answers), and the time it took is not counted
-   * against CLAIM_GIVE_UP_MS.
-   */
-  private async claim(b: VirtualBlock): Promise<void> {
-    const clock = this.o.clock ?? Date.now;
-    const pause = this.o.sleep ?? sleep;
-    const jitter = this.rng.child(`claim/${b.nodeId}`);
-    const backoff = new Backoff({ ...BLOCK_BACKOFF, random: () => jitter.next(), clock });
-    let deadline = clock() + CLAIM_GIVE_UP_MS;
-    let wait = CLAIM_FIRST_MS;
-    /** When the last try was answered 429 (null otherwise): from then to the next try is the server's. */
-    let throttledAt: number | null = null;
-    while (!this.stopped && !b.activated && clock() < deadline) {
-      await pause(wait, this.stopping.signal);
-      await this.pacer.take();
-      if (this.stopped || b.activated) return;
-      const tried = clock();
-      // The Retry-After wait (and the pacer's) after a 429 does not count, whatever answers next.
-      if (throttledAt !== null) deadline += tried - throttledAt;
-      throttledAt = null;
-      try {
-        await this.o.api.claimBlock(b.nodeId);
-        this.claimed.add(b);
-        this.o.log("info", `${b.nodeId}: claimed (two-legged activation)`);
-        return;
-      } catch (err) {
-        const status = (err as { status?: number }).status ?? 0;
-        wait = CLAIM_STEP_MS;
-        if (status === 429) {
-          this.o.metrics.throttled("claim");
-          wait += retryAfterOf(err) + backoff.fail();
-          // A throttled try is the server's time, not the block's: it does not count either.
-          throttledAt = clock();
-          deadline += throttledAt - tried;
-        } else {
-          // Not throttled: the jitter's ceiling starts again once the server has answered for a while.
-          backoff.succeed();
-          if (status !== 404) {
-            this.o.metrics.error(`claim_${status === 0 ? "network" : `http_${status}`}`);
-            this.o.log("warn", `${b.nodeId}: claim failed: ${(err as Error).message}`);
-          }
-        }
-      }
-    }
-    if (!b.activated && !this.stopped) {
-      this.activationFailed++;
-      this.o.metrics.error("claim_gave_up");
-      this.o.log("warn", `${b.nodeId}: not waiting for activation after ${CLAIM_GIVE_UP_MS / 1000} s of claims: gave up`);
-    }
+    if (b.index < this.o.scenario.blocks.two_legged) this.claims.start(b);
   }
 
   /** Per-second rates of every block (called once a second). */
@@ -265,7 +197,7 @@ export class Fleet {
   /** Stops generating readings but keeps the agents running so their outboxes drain. */
   quiesce(): void {
     this.stopped = true;
-    this.stopping.abort();
+    this.claims.stop();
     this.pacer.stop();
     if (this.rampTimer) clearTimeout(this.rampTimer);
     this.scheduler.stop();
@@ -293,16 +225,16 @@ export class Fleet {
     const deadline = clock() + ms;
     const waiting = this.blocks.slice(0, this.started).filter((b) => !b.activated);
     // The simulator's own claims in flight come first: a claim made turns a held request into an answer.
-    if (this.claims.size > 0) await settledWithin([...this.claims], ms);
-    const answered = (b: VirtualBlock): boolean => b.index >= this.o.scenario.blocks.two_legged || this.claimed.has(b);
+    if (this.claims.pending.size > 0) await settledWithin([...this.claims.pending], ms);
+    const answered = (b: VirtualBlock): boolean => b.index >= this.o.scenario.blocks.two_legged || this.claims.claimed.has(b);
     // A claimed block between two held requests (the last one ended before the claim) sends one more.
-    const inFlight = waiting.filter((b) => (b.agent.activationInFlight && answered(b)) || this.claimed.has(b)).length;
+    const inFlight = waiting.filter((b) => (b.agent.activationInFlight && answered(b)) || this.claims.claimed.has(b)).length;
     const left = Math.max(0, deadline - clock());
     if (inFlight > 0) this.o.log("info", `stopping: ${inFlight} activation request${inFlight === 1 ? "" : "s"} in flight, waiting up to ${Math.ceil(left / 100) / 10} s for the server's answer`);
     await Promise.all(
       waiting.map(async (b) => {
         const wait = answered(b);
-        const end = await b.finishActivation(wait ? left : 0, this.claimed.has(b));
+        const end = await b.finishActivation(wait ? left : 0, this.claims.claimed.has(b));
         if (end === "abandoned" && wait) this.inFlightAtStop.push(b.nodeId);
       }),
     );
@@ -313,7 +245,7 @@ export class Fleet {
 
   async stop(): Promise<void> {
     this.quiesce();
-    await Promise.allSettled([...this.claims]);
+    await Promise.allSettled([...this.claims.pending]);
     await Promise.all(this.blocks.slice(0, this.started).map((b) => b.stop()));
     await this.http?.close().catch(() => undefined);
   }
