@@ -21,13 +21,13 @@ import {
   encodeCommand,
   serialErrorMeaning,
 } from "../../protocol/serial-frames.js";
-import { Backoff, type BackoffOptions, sleep } from "../agent/backoff.js";
+import { Backoff, sleep } from "../agent/backoff.js";
 import type { CommandTarget, Reading } from "../agent/types.js";
 import { CommandQueue } from "./command-queue.js";
+import { SerialCommandRefused, type SerialCounters, type SerialLinkOptions } from "./serial-options.js";
 import { frameReadings, versionIn } from "./serial-readings.js";
 import {
   type SerialBinding,
-  type UsbMatch,
   closePort,
   nativeBinding,
   openPort,
@@ -35,60 +35,10 @@ import {
   waitForPort,
   writePort,
 } from "./serial-port.js";
-import type { FrameRecorder, Link, LinkState, ReadingSink } from "./types.js";
+import type { Link, LinkState } from "./types.js";
 
-export interface SerialLinkOptions {
-  /** Device path, e.g. `/dev/ttyAMA0` or `/dev/serial/by-id/usb-…`. Either this or `match`. */
-  path?: string;
-  /** USB match resolved through the port list at every open. */
-  match?: UsbMatch;
-  /** Default 9600. */
-  baudRate?: number;
-  sink: ReadingSink;
-  /** Default: the native binding. Tests pass SerialPortMock's. */
-  binding?: SerialBinding;
-  recorder?: FrameRecorder;
-  logger?: Logger;
-  /** Wait for a command's ACK, ms. Default 2 000. */
-  ackTimeoutMs?: number;
-  /** Backoff between opens of a port that is there but fails to open. Default 500 ms to 30 s. */
-  reopen?: BackoffOptions;
-  /** How often an open port's device node is checked, ms. Default 500. */
-  checkEveryMs?: number;
-  /** How often a missing port (path or USB match) is looked for, ms. Default 250. */
-  watchMs?: number;
-  /**
-   * Wait after every port open before the first write, ms. Default 2 000: opening the port pulses
-   * DTR, which resets an Uno/Nano-class board; it is deaf for about 1.5-2 s.
-   */
-  settleMs?: number;
-  /** Longest command line written, bytes with its `\n`. Default FIRMWARE_LINE_BYTES (127). */
-  maxLineBytes?: number;
-  /** Longest DA of a command, characters. Default FIRMWARE_DA_CHARS (63). */
-  maxDaChars?: number;
-  /** After an ERROR 1, the line must be quiet this long before the next command, ms. Default 500. */
-  quietMs?: number;
-  /** Link name (commands are routed by it). Default `serial`. */
-  name?: string;
-}
-
-export interface SerialCounters extends Record<string, number> {
-  framesIn: number;
-  readings: number;
-  garbage: number;
-  firmwareErrors: number;
-  opens: number;
-  disconnects: number;
-  commandsSent: number;
-  commandsAcked: number;
-  ackTimeouts: number;
-  commandsRefused: number;
-}
-
-/** A command the link will not write because the firmware could not read it. */
-export class SerialCommandRefused extends Error {
-  readonly code = "SERIAL_COMMAND_REFUSED";
-}
+// What the link is given and counts are in serial-options.ts; importers take them from here.
+export { SerialCommandRefused, type SerialCounters, type SerialLinkOptions } from "./serial-options.js";
 
 export class SerialLink implements Link, CommandTarget {
   readonly name: string;
