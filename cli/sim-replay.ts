@@ -2,7 +2,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { isNodeId } from "../protocol/guid.js";
-import { positiveNumber } from "./options.js";
+import { positiveNumber, wholeNumber } from "./options.js";
 import { addTargetOptions, target } from "./sim-target.js";
 
 interface ReplayFlags {
@@ -12,6 +12,7 @@ interface ReplayFlags {
   nodeId: string;
   speed: number;
   instant?: boolean;
+  seed?: number;
   report?: string;
 }
 
@@ -23,11 +24,12 @@ export function registerReplay(sim: Command): void {
     .option("--node-id <id>", "node id of the virtual block", "REPLAY000000000")
     .option("--speed <x>", "pace multiplier (2 = twice as fast)", positiveNumber, 1)
     .option("--instant", "send every frame at once instead of at the recorded pace")
+    .option("--seed <n>", "random seed of the block's waits after failures: the same seed gives the same waits, as in a sim run (default: 1)", wholeNumber)
     .option("--report <file>", "write the JSON result to FILE")
     .action(async (file: string, _local: ReplayFlags, command: Command) => {
       // Loaded on use: the simulator is not part of other commands' memory.
       const { parseRecording } = await import("../simulator/replay.js");
-      const { playRecording } = await import("../simulator/replay-player.js");
+      const { playRecording, REPLAY_STOP_DRAIN_MS } = await import("../simulator/replay-player.js");
       const { ms } = await import("../simulator/tui/format.js");
       // `sim` declares --server/--stream/--token too; commander gives them to the parent, so read both.
       const flags = command.optsWithGlobals<ReplayFlags>();
@@ -56,7 +58,7 @@ export function registerReplay(sim: Command): void {
       const stop = new AbortController();
       process.on("SIGINT", () => {
         if (stop.signal.aborted) process.exit(130);
-        process.stderr.write("stopping: draining what was sent (Ctrl-C again to quit at once)\n");
+        process.stderr.write(`stopping: waiting up to ${REPLAY_STOP_DRAIN_MS / 1000} s for the readings sent (Ctrl-C again to quit at once)\n`);
         stop.abort();
       });
       const result = await playRecording({
@@ -64,6 +66,7 @@ export function registerReplay(sim: Command): void {
         streamUrl: first.streamUrl,
         token,
         signal: stop.signal,
+        seed: flags.seed ?? 1,
         nodeId: flags.nodeId,
         entries: rec.entries,
         speed: flags.instant ? 0 : flags.speed,

@@ -65,3 +65,15 @@ export class Random {
     return new Random((hashString(name) ^ Math.imul(this.seed, 0x9e3779b1)) >>> 0);
   }
 }
+
+/**
+ * A block's backoff jitter from a run's seed (BlockAgentOptions.jitter): a stream per block, by node
+ * id (whatever part of the fleet runs it, or `sim replay`), and a child of it per loop (activate,
+ * uplink, poll), so that a loop's waits do not hang on the others'.
+ */
+export function blockJitter(rng: Random, nodeId: string): (loop: string) => () => number {
+  return (loop) => {
+    const stream = rng.child(`backoff/${nodeId}`).child(loop);
+    return () => stream.next();
+  };
+}

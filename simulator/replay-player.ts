@@ -1,16 +1,21 @@
 /**
  * Plays a recording through a real BlockAgent as one virtual block (direct activation with the
  * user token), at the recorded pace divided by `speed`. Commands sent to the block are applied by a
- * virtual link that reports the new value back, as the hardware would.
+ * virtual link that reports the new value back, as the hardware would. The block's backoff waits
+ * after failures are the seed's (as a `blockkit sim` block's of the same node id and seed).
  */
-import { BlockAgent, type CommandTarget } from "../gateway/agent/index.js";
+import { type BackoffLoop, BlockAgent, type CommandTarget } from "../gateway/agent/index.js";
 import type { Command } from "../protocol/payloads.js";
 import { SimBlockClient } from "./fleet/client.js";
 import { MeasuredOutbox, SimTokenStore } from "./fleet/memory.js";
 import { fleetTransport } from "./fleet/transport.js";
 import type { LatencySummary } from "./metrics/histogram.js";
 import { Metrics } from "./metrics/metrics.js";
+import { blockJitter, Random } from "./random.js";
 import type { ReplayEntry } from "./replay.js";
+
+/** The longest wait for the readings sent when the playback is ended early (Ctrl-C), ms. */
+export const REPLAY_STOP_DRAIN_MS = 3000;
 
 export interface ReplayOptions {
   baseUrl: string;
@@ -22,8 +27,12 @@ export interface ReplayOptions {
   speed?: number;
   /** Longest wait for the outbox to drain at the end, ms. Default 15 000. */
   drainTimeoutMs?: number;
-  /** Ends the playback early (Ctrl-C): what was sent is drained (briefly) and reported. */
+  /** Ends the playback early (Ctrl-C): what was sent is drained (up to REPLAY_STOP_DRAIN_MS) and reported. */
   signal?: AbortSignal;
+  /** The seed of the block's backoff jitter. Default 1 (as `blockkit sim`'s). */
+  seed?: number;
+  /** The agent's waits after a failure (a seam for tests). Default: a timer. */
+  sleep?: (ms: number, signal: AbortSignal, loop: BackoffLoop) => Promise<void>;
   onProgress?: (played: number, total: number) => void;
 }
 
@@ -65,7 +74,15 @@ export async function playRecording(o: ReplayOptions): Promise<ReplayResult> {
     { baseUrl: o.baseUrl, streamUrl: o.streamUrl, nodeId: o.nodeId, transport: http.transport },
     { error: (kind) => metrics.error(kind), throttled: (kind) => metrics.throttled(kind) },
   );
-  const agent = new BlockAgent({ nodeId: o.nodeId, client, outbox, tokens: new SimTokenStore(), userToken: o.token });
+  const agent = new BlockAgent({
+    nodeId: o.nodeId,
+    client,
+    outbox,
+    tokens: new SimTokenStore(),
+    userToken: o.token,
+    jitter: blockJitter(new Random(o.seed ?? 1), o.nodeId),
+    sleep: o.sleep,
+  });
   const link: CommandTarget = {
     name: "replay",
     owns: () => true,
@@ -79,7 +96,12 @@ export async function playRecording(o: ReplayOptions): Promise<ReplayResult> {
   agent.on("rejected", () => metrics.error("uplink_rejected"));
   const activated = new Promise<void>((resolve) => agent.once("activated", () => resolve()));
   await agent.start();
-  await activated;
+  // Ctrl-C during the activation (a server that does not answer) ends the playback too.
+  const stopped = new Promise<void>((resolve) => {
+    if (o.signal?.aborted) resolve();
+    o.signal?.addEventListener("abort", () => resolve(), { once: true });
+  });
+  await Promise.race([activated, stopped]);
   const speed = o.speed ?? 1;
   const t0 = Date.now();
   // Sent at once, the readings still get distinct times in their recorded order: one millisecond
@@ -99,7 +121,7 @@ export async function playRecording(o: ReplayOptions): Promise<ReplayResult> {
       played++;
       o.onProgress?.(played, o.entries.length);
     }
-    const deadline = Date.now() + (o.signal?.aborted ? Math.min(3000, o.drainTimeoutMs ?? 15_000) : (o.drainTimeoutMs ?? 15_000));
+    const deadline = Date.now() + (o.signal?.aborted ? Math.min(REPLAY_STOP_DRAIN_MS, o.drainTimeoutMs ?? 15_000) : (o.drainTimeoutMs ?? 15_000));
     while (outbox.rows > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   } finally {
     await agent.stop();

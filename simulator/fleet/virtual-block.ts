@@ -9,7 +9,7 @@ import { type ActivationEnd, BlockAgent, type BlockAgentOptions, type CommandTar
 import type { Command } from "../../protocol/payloads.js";
 import { cameraFrame } from "../jpeg.js";
 import type { Metrics } from "../metrics/metrics.js";
-import type { Random } from "../random.js";
+import { blockJitter, type Random } from "../random.js";
 import type { ResolvedDevice } from "../scenario/parse.js";
 import { BlockRate } from "./block-rate.js";
 import { SimBlockClient } from "./client.js";
@@ -98,12 +98,8 @@ export class VirtualBlock implements CommandTarget {
       userToken: ctx.userToken,
       clock,
       backoff: BLOCK_BACKOFF,
-      // The seed's jitter: a stream per block, by node id (whatever part of the fleet runs it), and a
-      // child of it per loop (activate, uplink, poll), so that a loop's waits do not hang on the others'.
-      jitter: (loop) => {
-        const stream = rng.child(`backoff/${nodeId}`).child(loop);
-        return () => stream.next();
-      },
+      // The seed's jitter: a stream per block and loop.
+      jitter: blockJitter(rng, nodeId),
       sleep: ctx.sleep,
       uplink: ctx.window ? { window: ctx.window } : undefined,
       // A reading the uplink would send alone at once is sent without an outbox entry, and its

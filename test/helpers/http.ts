@@ -1,4 +1,19 @@
 /** Small HTTP helpers over real sockets (global fetch, i.e. undici) for end-to-end tests. */
+import { type RequestListener, createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** A server double on loopback (`url` without a path); close() ends its connections too, held ones included. */
+export async function loopbackServer(handle: RequestListener): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer(handle);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
 
 export interface JsonAnswer<T = unknown> {
   status: number;

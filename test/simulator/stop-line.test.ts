@@ -8,14 +8,14 @@
  * The run is the real CLI process (without the respawn, BLOCKKIT_SIM_CHILD=1, so that the SIGINT
  * sent to it is the one the terminal would send to the whole group).
  */
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type CliProcess, spawnCli, stopProcess } from "../helpers/process.js";
+import { loopbackServer } from "../helpers/http.js";
 import { waitFor } from "../helpers/wait.js";
 
 describe("blockkit sim's first Ctrl-C against a hung server", () => {
-  let server: Server;
+  let server: Awaited<ReturnType<typeof loopbackServer>>;
   let url: string;
   /** The requests the server received (and holds, unanswered). */
   const held: { req: IncomingMessage; res: ServerResponse }[] = [];
@@ -23,16 +23,14 @@ describe("blockkit sim's first Ctrl-C against a hung server", () => {
 
   beforeEach(async () => {
     held.length = 0;
-    server = createServer((req, res) => void held.push({ req, res }));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    server = await loopbackServer((req, res) => void held.push({ req, res }));
+    url = server.url;
   });
 
   afterEach(async () => {
     if (run) await stopProcess(run, "SIGKILL").catch(() => undefined);
     run = null;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await server.close();
   });
 
   /** Starts a one-block run against the hung server and waits until its activation request is held there. */
