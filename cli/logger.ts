@@ -18,7 +18,11 @@ export function logFormat(env: NodeJS.ProcessEnv = process.env, stderr: { isTTY?
 
 export async function programLogger(name: string, level: string, format: LogFormat = logFormat()): Promise<Logger> {
   const options = { level, base: { name } };
-  if (format === "json") return pino(options, pino.destination(2));
+  // Synchronous, as the pretty lines are: pino.destination(2) alone writes in the background, and
+  // at process.exit its flush wrote what was still buffered while an earlier write was in flight, so
+  // `stopped` could reach the journal before `stopping`. These programs log a few lines a minute
+  // (no line per request), so a write per line costs nothing, and a crash loses no line.
+  if (format === "json") return pino(options, pino.destination({ dest: 2, sync: true }));
   const { default: pretty } = await import("pino-pretty");
   return pino(options, pretty({ destination: 2, sync: true, colorize: Boolean(process.stderr.isTTY), ignore: "pid,hostname", translateTime: "SYS:HH:MM:ss.l" }));
 }

@@ -5,7 +5,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { logFormat } from "../../cli/logger.js";
+import pino from "pino";
+import { logFormat, programLogger } from "../../cli/logger.js";
 import { type CliProcess, spawnCli, stopProcess } from "../helpers/process.js";
 
 describe("log format", () => {
@@ -16,6 +17,14 @@ describe("log format", () => {
     expect(logFormat({ BLOCKKIT_LOG_FORMAT: "json" }, { isTTY: true })).toBe("json");
     expect(logFormat({ BLOCKKIT_LOG_FORMAT: "pretty" }, { isTTY: false })).toBe("pretty");
     expect(() => logFormat({ BLOCKKIT_LOG_FORMAT: "xml" }, {})).toThrow(/BLOCKKIT_LOG_FORMAT must be "json" or "pretty", got "xml"/);
+  });
+
+  it("writes each JSON line before the call returns, so lines keep their order up to an exit", async () => {
+    const logger = await programLogger("blockkit-test", "silent", "json");
+    const stream = (logger as unknown as Record<symbol, { sync?: boolean; minLength?: number }>)[pino.symbols.streamSym];
+    // An asynchronous destination's flush at process.exit could overtake its own write in flight.
+    expect(stream?.sync).toBe(true);
+    expect(stream?.minLength).toBe(0);
   });
 
   describe("of the server process", () => {

@@ -39,10 +39,11 @@ describe("blockkit server stopped during start", () => {
     expect(code).toBe(0);
     // The connection's timeout is 60 s: the stop did not wait for it.
     expect(Date.now() - began).toBeLessThan(30_000);
-    expect(proc.stderr.some((l) => /"msg":"stopping"/.test(l))).toBe(true);
-    // The exit can come before its stderr pipe was read to the end: wait for the line itself.
+    // The exit can come before its stderr pipe was read to the end: wait for the lines themselves
+    // (each wait fails at once if the pipe closed without its line).
+    await proc.waitForErrLine(/"msg":"stopping"/, 10_000);
     await proc.waitForErrLine(/"msg":"stopped"/, 10_000);
-    expect(proc.stderr.at(-1)).toMatch(/"msg":"stopped"/);
+    expect(proc.stderr.at(-1), proc.stderr.join("\n")).toMatch(/"msg":"stopped"/);
     expect(proc.stdout.join("\n")).not.toMatch(/ready/);
   });
 });
