@@ -1,5 +1,6 @@
 /** `blockkit sim cleanup --node-prefix P`: removes the leftovers of earlier runs (callbacks, blocks). */
 import { type Command, InvalidArgumentError } from "commander";
+import { readsRunOptions } from "./sim-sub.js";
 import { addTargetOptions, target } from "./sim-target.js";
 
 interface CleanupFlags {
@@ -15,7 +16,7 @@ function prefix(value: string): string {
 }
 
 export function registerCleanup(sim: Command): void {
-  addTargetOptions(sim.command("cleanup").description("unpair the blocks whose node id starts with a prefix, and remove their devices' callbacks"), {
+  const cleanup = addTargetOptions(sim.command("cleanup").description("unpair the blocks whose node id starts with a prefix, and remove their devices' callbacks"), {
     several: false,
     stream: false,
   })
@@ -38,4 +39,5 @@ export function registerCleanup(sim: Command): void {
       for (const f of result.failed.slice(0, 20)) process.stderr.write(`failed: ${f}\n`);
       process.exit(result.failed.length > 0 ? 1 : 0);
     });
+  readsRunOptions(cleanup, ["--server", "--token", "--profile"], "it removes what earlier runs left on a server (give --node-prefix)");
 }

@@ -1,13 +1,14 @@
 /** `blockkit sim merge REPORT…`: one report and one verdict from the reports of a scenario's shards. */
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
+import { readsRunOptions } from "./sim-sub.js";
 
 interface MergeFlags {
   report?: string;
 }
 
 export function registerMerge(sim: Command): void {
-  sim
+  const merge = sim
     .command("merge <reports...>")
     .description("merge the reports of a scenario's shards (--shard i/n) into one and check the thresholds on the merge")
     .option("--report <file>", "write the merged JSON report to FILE")
@@ -56,4 +57,5 @@ export function registerMerge(sim: Command): void {
       }
       process.exit(merged.passed ? 0 : 1);
     });
+  readsRunOptions(merge, ["--report"], "it reads reports (give the report files)");
 }

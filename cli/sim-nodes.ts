@@ -10,6 +10,7 @@
 import { writeFileSync } from "node:fs";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { positiveInt, positiveNumber, url } from "./options.js";
+import { readsRunOptions } from "./sim-sub.js";
 
 interface NodesFlags {
   mqtt?: string;
@@ -37,7 +38,7 @@ function nodeId(value: string): string {
 }
 
 export function registerNodes(sim: Command): void {
-  sim
+  const sub = sim
     .command("nodes")
     .description("emulate hardware nodes behind a gateway, over MQTT or a serial line")
     .option("--mqtt <url>", "the gateway's MQTT broker (mqtt://HOST:PORT)", url)
@@ -162,4 +163,11 @@ export function registerNodes(sim: Command): void {
       if (flags.report) writeFileSync(flags.report, `${JSON.stringify(r, null, 2)}\n`);
       process.exit(r.errors === 0 && r.pubacked === r.published ? 0 : 1);
     });
+  // Its devices come from the run's device flags or scenario file (buildScenario), its end-to-end
+  // latencies from --server/--token; the fleet's own options (--blocks, --workers …) mean nothing here.
+  readsRunOptions(
+    sub,
+    ["--scenario", "--devices", "--rate", "--seed", "--commands", "--duration", "--server", "--token", "--profile", "--report"],
+    "it emulates hardware nodes behind a gateway, not a fleet of blocks",
+  );
 }

@@ -3,6 +3,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { isNodeId } from "../protocol/guid.js";
 import { positiveNumber, wholeNumber } from "./options.js";
+import { readsRunOptions } from "./sim-sub.js";
 import { addTargetOptions, target } from "./sim-target.js";
 
 interface ReplayFlags {
@@ -17,7 +18,7 @@ interface ReplayFlags {
 }
 
 export function registerReplay(sim: Command): void {
-  addTargetOptions(sim.command("replay <file>").description("play back frames recorded by a gateway (--record) as a virtual block"), {
+  const replay = addTargetOptions(sim.command("replay <file>").description("play back frames recorded by a gateway (--record) as a virtual block"), {
     several: false,
     stream: true,
   })
@@ -79,4 +80,5 @@ export function registerReplay(sim: Command): void {
       );
       process.exit(result.interrupted ? 130 : result.acked === result.sent && result.errors === 0 ? 0 : 1);
     });
+  readsRunOptions(replay, ["--server", "--stream", "--token", "--profile", "--report", "--seed"], "it plays back a gateway's recording as one block (give the recording file)");
 }

@@ -97,12 +97,8 @@ export function registerSim(program: Command): void {
   registerCleanup(sim);
   registerMerge(sim);
   registerNodes(sim);
-  // The program lists a command's ancestors' options under "Global Options" (the API commands read
-  // their group's --server and --token). These three read none of a sim run's options: their help
-  // lists their own. `sim nodes` keeps them: it builds its devices from --scenario, --devices, --rate.
-  for (const sub of sim.commands) {
-    if (["replay", "cleanup", "merge"].includes(sub.name())) sub.configureHelp({ ...sub.configureHelp(), showGlobalOptions: false });
-  }
+  // Commander gives sim's options to sim wherever they stand on the line, also after a sub-command's
+  // name: each sub-command names those it reads (readsRunOptions, cli/sim-sub.ts) and refuses the others.
 }
 
 function part(value: string): FleetPartFlag {
