@@ -101,7 +101,7 @@ export class BlockAgent extends AgentInput {
         this.log.error({ G: entry.G, V: entry.V, D: entry.D, err: err.message }, "the server refused a reading for good: dropped");
         this.emit("rejected", entry, err.message);
       },
-    }, this.log, { ...o.uplink, backoff: backoff("uplink"), wait: wait("uplink") });
+    }, this.log, { ...o.uplink, backoff: backoff("uplink"), wait: wait("uplink"), clock: this.clock });
     this.router = new CommandRouter(this.nodeId, this.client, () => this.token, this.log, (e, ...args) => this.emit(e, ...args), o.camera);
     this.poller = new CommandPoller(this.client, { token, unauthorized, reachable, route: (cmd) => this.router.route(cmd) }, this.log, backoff("poll"), wait("poll"));
   }

@@ -121,7 +121,7 @@ export abstract class UplinkLoop extends UplinkSender {
     // One run, the steady state: the cycle by callbacks on the client's promise (no async frames),
     // its run and start in fields (one fast cycle at a time).
     this.run1 = runs === null ? batch : (runs[0] as OutboxEntry[]);
-    this.one.started = Date.now();
+    this.one.started = this.clock();
     this.inFlight = this.request(token, this.run1, this.signal).then(this.run1OkFn, this.run1FailedFn);
   }
 

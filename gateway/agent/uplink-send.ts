@@ -79,13 +79,15 @@ export abstract class UplinkSender extends AgentLoop {
   throttled = 0;
   /** The outbox, when it counts its rows without a stats object and takes entries back (the in-memory one). */
   protected readonly restorable: RestorableOutbox | null;
+  /** The agent's clock (ms): when a cycle started, for pacing. */
+  protected readonly clock: () => number;
 
   constructor(
     protected readonly client: BlockClient,
     protected readonly outbox: Outbox,
     protected readonly hooks: UplinkHooks,
     private readonly log: Logger,
-    options: UplinkOptions & { backoff?: Backoff; wait?: Wait } = {},
+    options: UplinkOptions & { backoff?: Backoff; wait?: Wait; clock?: () => number } = {},
   ) {
     super(options.wait);
     this.batchSize = options.batchSize ?? 1000;
@@ -93,6 +95,7 @@ export abstract class UplinkSender extends AgentLoop {
     this.pipeline = Math.max(1, options.pipeline ?? 4);
     this.window = options.window;
     this.backoff = options.backoff ?? new Backoff();
+    this.clock = options.clock ?? Date.now;
     this.limit = this.batchSize * this.pipeline;
     this.restorable = typeof (outbox as Partial<RestorableOutbox>).reserve === "function" ? (outbox as RestorableOutbox) : null;
   }
@@ -104,7 +107,7 @@ export abstract class UplinkSender extends AgentLoop {
 
   /** Sends the runs of one cycle at once; gives its window slot back when they are answered. */
   protected async cycle(token: string, runs: OutboxEntry[][], signal: AbortSignal): Promise<Cycle> {
-    const started = Date.now();
+    const started = this.clock();
     let results: (number | "retry")[];
     try {
       results = runs.length === 1 ? [await this.send(token, runs[0] as OutboxEntry[], signal)] : await Promise.all(runs.map((run) => this.send(token, run, signal)));
@@ -134,7 +137,7 @@ export abstract class UplinkSender extends AgentLoop {
     }
     if (c.sent > 0 && this.ratePerSecond > 0) {
       const minMs = (c.sent * 1000) / this.ratePerSecond;
-      const spent = Date.now() - c.started;
+      const spent = this.clock() - c.started;
       if (spent < minMs && (this.restorable !== null ? this.restorable.rows : this.outbox.stats().rows) > 0) return sleep(minMs - spent, signal);
     }
     return undefined;

@@ -97,7 +97,7 @@ export class Uplink extends UplinkLoop {
   private leanSend(): void {
     const token = this.hooks.token() as string;
     const wire = this.leanWire as WireReading;
-    this.one.started = Date.now();
+    this.one.started = this.clock();
     this.inFlight = undefined;
     this.leanOut = true;
     // By callbacks, not promises: a promise and a reaction each for the client, its link and here
