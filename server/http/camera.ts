@@ -10,10 +10,8 @@ import { GuidParam } from "../../protocol/payloads.js";
 import type { Services } from "../services/index.js";
 import type { DeviceRow } from "../store/types.js";
 import { blockToken, userOf } from "./auth.js";
+import { SNAPSHOT_BODY_LIMIT } from "./constants.js";
 import { doc } from "./openapi/route-doc.js";
-
-/** Largest upload (DESIGN.md "Limits"), the stream listener's body limit too. */
-const SNAPSHOT_BODY_LIMIT = 10 * 1024 * 1024;
 
 declare module "fastify" {
   interface FastifyRequest {
