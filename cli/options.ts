@@ -1,7 +1,7 @@
 /** Parsers for command-line values: each names the option and the value it refused. */
 import { InvalidArgumentError } from "commander";
 import { MIN_KEY_RETENTION_MS } from "../server/services/ingest.js";
-import { parseNetwork } from "../server/services/networks.js";
+import { parseNetwork, trustedProxies } from "../server/services/networks.js";
 import { type PartitionInterval, isPartitionInterval } from "../server/store/postgres/partition-ranges.js";
 import { parseStoreUrl } from "../server/store/url.js";
 
@@ -116,4 +116,13 @@ export function networks(value: string, previous: string[] = []): string[] {
     }
   }
   return [...previous, ...list];
+}
+
+/** --trust-proxy: proxies' addresses or networks, comma- or space-separated (networks.ts trustedProxies). */
+export function proxies(value: string): string[] {
+  try {
+    return trustedProxies(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
 }

@@ -4,7 +4,7 @@ import { StartCancelled } from "../protocol/lifecycle.js";
 import { programLogger } from "./logger.js";
 import { CliError } from "./errors.js";
 import type { PartitionInterval } from "../server/store/postgres/partition-ranges.js";
-import { dbUrl, duration, keyRetention, logLevel, networks, partitionInterval, port, positiveInt, positiveNumber, storeLocation, url, wholeNumber } from "./options.js";
+import { dbUrl, duration, keyRetention, logLevel, networks, partitionInterval, port, positiveInt, positiveNumber, proxies, storeLocation, url, wholeNumber } from "./options.js";
 import { stopOnSignals } from "./signals.js";
 import { parseStoreUrl } from "../server/store/url.js";
 import type { LimitOptions } from "../server/services/limit-options.js";
@@ -30,6 +30,7 @@ interface ServerFlags {
   maxConnectionsPerUser?: number;
   maxConnectionsPerBlock?: number;
   metricsReserve?: number;
+  trustProxy?: string[];
 }
 
 export function registerServer(program: Command): void {
@@ -87,6 +88,11 @@ export function registerServer(program: Command): void {
       "connections from the machine itself admitted past the connection cap for GET /metrics and /healthz only; 0: none (default: BLOCKKIT_METRICS_RESERVE, else 8)",
       wholeNumber,
     )
+    .option(
+      "--trust-proxy <addresses>",
+      "proxies (addresses or CIDRs, comma-separated, e.g. 127.0.0.1,::1) whose X-Forwarded-For gives the client's address; default: none (env BLOCKKIT_TRUST_PROXY)",
+      proxies,
+    )
     .option("--poll-hold <seconds>", "hold of the commands long-poll and of activation", positiveNumber, 30)
     .option("--log-level <level>", "log level", logLevel, "info")
     .action(async (flags: ServerFlags) => {
@@ -103,7 +109,7 @@ export function registerServer(program: Command): void {
         dataDir,
         retentionMs: flags.retention,
         partitionInterval: flags.partitionInterval,
-        keyRetentionMs: flags.idempotencyRetention ?? envKeyRetention(),
+        keyRetentionMs: flags.idempotencyRetention ?? fromEnv("BLOCKKIT_IDEMPOTENCY_RETENTION", keyRetention),
         leaseMs: flags.lease * 1000,
         adminToken: flags.adminToken,
         smtpUrl: flags.smtpUrl,
@@ -111,11 +117,12 @@ export function registerServer(program: Command): void {
         metricsToken: flags.metricsToken ?? process.env.BLOCKKIT_METRICS_TOKEN,
         revocationPollMs: revocationPoll(),
         outbound: {
-          allow: flags.outboundAllow ?? fromEnv("BLOCKKIT_OUTBOUND_ALLOW"),
-          deny: flags.outboundDeny ?? fromEnv("BLOCKKIT_OUTBOUND_DENY"),
+          allow: flags.outboundAllow ?? fromEnv("BLOCKKIT_OUTBOUND_ALLOW", networks),
+          deny: flags.outboundDeny ?? fromEnv("BLOCKKIT_OUTBOUND_DENY", networks),
         },
         pollHoldSeconds: flags.pollHold,
         limits: connectionShares(flags),
+        trustProxy: flags.trustProxy ?? fromEnv("BLOCKKIT_TRUST_PROXY", proxies),
         logger,
       });
       // systemd's Type=notify (server/systemd/blockkit-server.service): READY=1 once listening.
@@ -156,16 +163,7 @@ export function registerServer(program: Command): void {
 
 /** The connection shares of --max-connections-per-user, --max-connections-per-block, --metrics-reserve or their variables. */
 function connectionShares(flags: ServerFlags): Partial<LimitOptions> {
-  const pick = (flag: number | undefined, name: string, parse: (v: string) => number): number | undefined => {
-    if (flag !== undefined) return flag;
-    const value = process.env[name];
-    if (value === undefined || value.trim() === "") return undefined;
-    try {
-      return parse(value.trim());
-    } catch (err) {
-      throw new CliError(`${name}: ${(err as Error).message}`);
-    }
-  };
+  const pick = (flag: number | undefined, name: string, parse: (v: string) => number): number | undefined => flag ?? fromEnv(name, parse);
   const out: Partial<LimitOptions> = {};
   const user = pick(flags.maxConnectionsPerUser, "BLOCKKIT_MAX_CONNECTIONS_PER_USER", positiveInt);
   const block = pick(flags.maxConnectionsPerBlock, "BLOCKKIT_MAX_CONNECTIONS_PER_BLOCK", positiveInt);
@@ -176,12 +174,12 @@ function connectionShares(flags: ServerFlags): Partial<LimitOptions> {
   return out;
 }
 
-/** A list of networks from the environment; refused with the variable's name when malformed. */
-function fromEnv(name: string): string[] | undefined {
+/** A flag's variable read with the flag's own parser; unset or blank: undefined; malformed: refused with its name. */
+function fromEnv<T>(name: string, parse: (value: string) => T): T | undefined {
   const value = process.env[name];
   if (value === undefined || value.trim() === "") return undefined;
   try {
-    return networks(value);
+    return parse(value.trim());
   } catch (err) {
     throw new CliError(`${name}: ${(err as Error).message}`);
   }
@@ -195,17 +193,6 @@ function refusePgOnly(flags: ServerFlags, db: string): void {
   if (parseStoreUrl(db).kind !== "sqlite") return;
   const given = [flags.retention !== undefined ? "--retention" : "", flags.partitionInterval !== undefined ? "--partition-interval" : ""].filter((f) => f !== "");
   if (given.length > 0) throw new CliError(`${given.join(" and ")}: for a PostgreSQL store only (--db postgres://…); the embedded SQLite store keeps every reading`);
-}
-
-/** BLOCKKIT_IDEMPOTENCY_RETENTION: as --idempotency-retention, refused with the variable's name. */
-function envKeyRetention(): number | undefined {
-  const value = process.env.BLOCKKIT_IDEMPOTENCY_RETENTION;
-  if (value === undefined || value === "") return undefined;
-  try {
-    return keyRetention(value);
-  } catch (err) {
-    throw new CliError(`BLOCKKIT_IDEMPOTENCY_RETENTION: ${(err as Error).message}`);
-  }
 }
 
 /** BLOCKKIT_REVOCATION_POLL_MS (docs/operations.md): a whole number of ms, 0 to turn the poll off. */

@@ -19,7 +19,7 @@ import { newToken } from "./services/secrets.js";
 import { openStore } from "./store/index.js";
 import type { PostgresStore } from "./store/postgres/index.js";
 import type { Store } from "./store/types.js";
-import { wireServices } from "./wire.js";
+import { trustProxyOption, wireServices } from "./wire.js";
 import { Lifecycle, type Part } from "../protocol/lifecycle.js";
 import { listenUrl } from "../protocol/listen-url.js";
 
@@ -37,6 +37,7 @@ export class BlockkitServer {
 
   constructor(readonly options: ServerOptions = {}) {
     this.log = options.logger ?? pino({ level: options.logLevel ?? "info", base: { name: "blockkit" } });
+    trustProxyOption(options.trustProxy);
   }
 
   /** Builds the store, services and apps without listening. Returns the first user when it created one. */

@@ -58,6 +58,12 @@ export interface ServerOptions {
   revocationPollMs?: number;
   /** Bearer token that opens GET /metrics to any client. Default: none, loopback clients only. */
   metricsToken?: string;
+  /**
+   * Proxies (addresses or CIDRs, services/networks.ts trustedProxies) whose X-Forwarded-For gives
+   * request.ip: the login limit, /metrics' loopback check and the activation listing then see the
+   * client behind the proxy. The connection caps still see the proxy. Default: none.
+   */
+  trustProxy?: readonly string[];
   /** Connections, request timeouts and activation holds (docs/operations-limits.md "Limits"). */
   limits?: Partial<LimitOptions>;
   /** Caps and timers of the live stream (sockets per user, ping interval, send buffer). */

@@ -7,6 +7,7 @@
 import { join } from "node:path";
 import type { Logger } from "pino";
 import type { Bus } from "./bus/types.js";
+import { trustedProxies } from "./services/networks.js";
 import type { ServerOptions } from "./server-options.js";
 import { Accounts } from "./services/accounts/index.js";
 import { Activation } from "./services/activation.js";
@@ -45,7 +46,7 @@ export function wireServices(o: ServerOptions, log: Logger, store: Store, bus: B
   );
   const events = new StreamPublisher(bus);
   const core = {
-    settings: { pollHoldMs: holdMs, metricsToken: o.metricsToken, baseUrl: "", authUrl: "", streamUrl: "" },
+    settings: { pollHoldMs: holdMs, metricsToken: o.metricsToken, trustProxy: trustProxyOption(o.trustProxy), baseUrl: "", authUrl: "", streamUrl: "" },
     log,
     clock,
     store,
@@ -85,4 +86,13 @@ export function wireServices(o: ServerOptions, log: Logger, store: Store, bus: B
   core.ingest.onCommitted(events.onCommitted);
   services.automation.engine.onRun((userId, rid, ok, firedAt) => events.rule(userId, rid, ok, firedAt));
   return services;
+}
+
+/** ServerOptions.trustProxy, checked: a TypeError naming the option and the item at fault (also the controller's constructor). */
+export function trustProxyOption(list: readonly string[] | undefined): readonly string[] {
+  try {
+    return Object.freeze(trustedProxies(list ?? []));
+  } catch (err) {
+    throw new TypeError(`trustProxy: ${(err as Error).message}`);
+  }
 }

@@ -5,7 +5,7 @@ import { fail } from "../../protocol/envelope.js";
 import { badRequest } from "../errors.js";
 import type { Services } from "../services/index.js";
 import { accountRoutes } from "./account.js";
-import type { LimitOptions, Limits } from "../services/limits.js";
+import type { LimitOptions } from "../services/limits.js";
 import { guardedServer } from "./connection-guard.js";
 import { countRequests, metricsRoute } from "./metrics.js";
 import { installAuth } from "./auth.js";
@@ -24,7 +24,6 @@ import { cameraRoutes } from "./camera.js";
 import { JSON_BODY_LIMIT, REST_PREFIX, SNAPSHOT_BODY_LIMIT } from "./constants.js";
 import { FastIngest, type RequestListener } from "./fast-ingest.js";
 import { MAX_JSON_DEPTH, SCHEMA_KEYWORDS, nestedDeeperThan } from "./schema-keywords.js";
-import type { StoreHealth } from "../services/store-health.js";
 import { closeRefusedUpgrades, streamRoutes } from "./stream.js";
 import { installDocs } from "./openapi/index.js";
 import { doc } from "./openapi/route-doc.js";
@@ -52,17 +51,22 @@ function serverFactory(s: Services, requestTimeoutMs: (o: LimitOptions) => numbe
     });
 }
 
-function baseFastify(log: Logger, bodyLimit: number, health: StoreHealth, limits: Limits, factory: FastifyServerFactory): FastifyInstance {
+function baseFastify(s: Services, log: Logger, bodyLimit: number, factory: FastifyServerFactory): FastifyInstance {
+  const proxies = s.settings.trustProxy;
   const app = Fastify({
     loggerInstance: log,
     serverFactory: factory,
+    // request.ip, from X-Forwarded-For on a connection from these only (proxy-addr: the rightmost
+    // address not itself trusted), so that a client cannot name its own address. Not the
+    // connection caps (connection-guard.ts): they act on the socket, before any header is read.
+    trustProxy: proxies.length > 0 ? [...proxies] : false,
     // Per-request lines are off: the ingest path is hot, and URLs carry credentials.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit,
     // Old clients send `DELETE` with a JSON content type and no body, or `/path/` with a slash.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
     return503OnClosing: true,
-    clientErrorHandler: clientErrorHandler(limits),
+    clientErrorHandler: clientErrorHandler(s.limits),
     forceCloseConnections: "idle",
     ajv: { customOptions: { coerceTypes: "array", removeAdditional: false, allErrors: false, keywords: SCHEMA_KEYWORDS } },
     // Errors raised before routing (a path segment over maxParamLength, bad percent-encoding):
@@ -89,7 +93,7 @@ function baseFastify(log: Logger, bodyLimit: number, health: StoreHealth, limits
   app.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string" }, (_request, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
-  installErrorHandling(app, bodyLimit, health);
+  installErrorHandling(app, bodyLimit, s.storeHealth);
   // Node's server.close() ends only the keep-alive connections idle at that moment. A response
   // finished later (a held poll answered at shutdown) would leave its connection open, and close()
   // waiting, for the whole keep-alive timeout (72 s): end such a connection once it is written.
@@ -113,7 +117,7 @@ function baseFastify(log: Logger, bodyLimit: number, health: StoreHealth, limits
 export async function buildApiApp(s: Services, stream?: FastifyInstance): Promise<FastifyInstance> {
   // Block events on a cached token skip fastify's per-request machinery (fast-ingest.ts).
   const lane = new FastIngest(s, () => app);
-  const app = baseFastify(s.log.child({ module: "srv:http" }), JSON_BODY_LIMIT, s.storeHealth, s.limits, serverFactory(s, (o) => o.requestTimeoutMs, lane));
+  const app = baseFastify(s, s.log.child({ module: "srv:http" }), JSON_BODY_LIMIT, serverFactory(s, (o) => o.requestTimeoutMs, lane));
   app.addHook("preClose", (done) => {
     lane.close();
     done();
@@ -167,7 +171,7 @@ export async function buildApiApp(s: Services, stream?: FastifyInstance): Promis
 
 /** The stream listener ({stream_url}): camera snapshots. */
 export async function buildStreamApp(s: Services): Promise<FastifyInstance> {
-  const app = baseFastify(s.log.child({ module: "srv:stream" }), SNAPSHOT_BODY_LIMIT, s.storeHealth, s.limits, serverFactory(s, (o) => o.uploadTimeoutMs));
+  const app = baseFastify(s, s.log.child({ module: "srv:stream" }), SNAPSHOT_BODY_LIMIT, serverFactory(s, (o) => o.uploadTimeoutMs));
   await installDocs(app);
   installAuth(app, s);
   countRequests(app, s);

@@ -2,14 +2,15 @@
  * GET /metrics (Prometheus text format) on the API listener, and the count of every answered
  * request by route. Open to loopback clients only, unless a metrics token is configured: then any
  * client with `Authorization: Bearer <token>` (compared in constant time), loopback included.
+ * Behind a trusted proxy (--trust-proxy) the client is the one X-Forwarded-For names (request.ip):
+ * a remote client through a proxy on this machine is not loopback, whatever it put in the header.
  */
 import type { FastifyInstance } from "fastify";
 import { forbidden, unauthorized } from "../errors.js";
 import type { Services } from "../services/index.js";
+import { isLoopbackAddress } from "../services/networks.js";
 import { safeEqual } from "../services/secrets.js";
 import { doc } from "./openapi/route-doc.js";
-
-const isLoopback = (ip: string): boolean => ip.startsWith("127.") || ip.startsWith("::ffff:127.") || ip === "::1";
 
 /** The onResponse hook of both listeners: requests by route pattern, method and status. */
 export function countRequests(app: FastifyInstance, s: Services): void {
@@ -38,7 +39,7 @@ export function metricsRoute(app: FastifyInstance, s: Services, token: string | 
     if (token !== undefined) {
       const given = /^Bearer (.+)$/.exec(request.headers.authorization ?? "")?.[1];
       if (given === undefined || !safeEqual(given, token)) throw unauthorized("metrics need Authorization: Bearer <the metrics token>");
-    } else if (!isLoopback(request.ip)) {
+    } else if (!isLoopbackAddress(request.ip)) {
       throw forbidden("metrics are served to loopback clients only (configure a metrics token to scrape from elsewhere)");
     }
     // Kept at the connection cap from now on (Limits.proveScrape): the operator's view of a full server.

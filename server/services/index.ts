@@ -22,6 +22,8 @@ export interface ServerSettings {
   pollHoldMs: number;
   /** Bearer token that opens GET /metrics to any client; unset: loopback clients only. */
   metricsToken?: string | undefined;
+  /** Proxies whose X-Forwarded-For is believed (checked); empty: none. */
+  trustProxy: readonly string[];
   /** External addresses, as printed at start. */
   baseUrl: string;
   authUrl: string;

@@ -1,8 +1,8 @@
 /**
  * IP networks as 128-bit values (IPv4 as IPv4-mapped IPv6), for the outbound policy
- * (outbound-policy.ts). Apart from it, with no I/O and no HTTP client, so the command line can check
- * `--outbound-allow`/`--outbound-deny` without loading undici into every program (the gateway's
- * footprint test holds it to that).
+ * (outbound-policy.ts) and the trusted proxies. Apart from them, with no I/O and no HTTP client, so
+ * the command line can check `--outbound-allow`/`--outbound-deny` and `--trust-proxy` without
+ * loading undici or fastify into every program (the gateway's footprint test holds it to that).
  */
 import { isIP } from "node:net";
 
@@ -66,4 +66,48 @@ function mask(prefix: number): bigint {
 
 export function contains(n: { base: bigint; prefix: number }, bits: bigint): boolean {
   return (bits & mask(n.prefix)) === n.base;
+}
+
+const LOOPBACK_V4 = parseNetwork("127.0.0.0/8");
+
+/**
+ * Whether `address` is the machine itself: 127.0.0.0/8 (IPv4-mapped too) or ::1. Anything that is
+ * not an IP address is not: a forwarded address is text a client may have written.
+ */
+export function isLoopbackAddress(address: string): boolean {
+  const bits = addressBits(address);
+  return bits !== null && (bits === 1n || contains(LOOPBACK_V4, bits));
+}
+
+/*
+ * The proxies whose X-Forwarded-For the server believes (`blockkit server --trust-proxy`,
+ * ServerOptions.trustProxy). fastify does the rest through proxy-addr: on a connection from one of
+ * them, request.ip is the rightmost address of X-Forwarded-For that is not itself a trusted proxy;
+ * on any other connection, the socket's address.
+ */
+
+/** Why the server will not trust every hop, for the refusals below. */
+const EVERY_HOP =
+  "trusting every hop lets any client choose its own address, since X-Forwarded-For is whatever the client sends " +
+  "before the proxy appends to it (127.0.0.1 would open GET /metrics, another's address would use up their login " +
+  "attempts): name your proxies' own addresses instead, e.g. 127.0.0.1,::1 for one on this machine";
+
+/**
+ * The list of `value` (comma- or space-separated when a string), each item checked: an address or
+ * address/prefix. `true`, `*` and /0 networks are refused (EVERY_HOP), as is a hop count. Throws a
+ * TypeError naming the item at fault. An empty array is "trust no proxy"; an empty string is refused.
+ */
+export function trustedProxies(value: string | readonly string[]): string[] {
+  const list = typeof value === "string" ? value.split(/[\s,]+/).filter((v) => v !== "") : value.map((v) => v.trim());
+  if (typeof value === "string" && list.length === 0) throw new TypeError("give the proxies' addresses or networks, e.g. 127.0.0.1,::1 or 10.0.0.0/8");
+  for (const item of list) {
+    if (/^(true|\*|all)$/i.test(item)) throw new TypeError(`"${item}" is refused: ${EVERY_HOP}`);
+    try {
+      parseNetwork(item);
+    } catch {
+      throw new TypeError(`"${item}" is not a proxy's address or network: give an address or address/prefix (e.g. 127.0.0.1, ::1, 10.0.0.0/8)`);
+    }
+    if (/\/0+$/.test(item)) throw new TypeError(`"${item}" is every address: ${EVERY_HOP}`);
+  }
+  return list;
 }

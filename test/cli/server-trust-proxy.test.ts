@@ -1,0 +1,50 @@
+/**
+ * `blockkit server --trust-proxy` (and BLOCKKIT_TRUST_PROXY) in a real process: a bad value stops
+ * the start with exit 2 naming it, trusting every hop is refused with why, and a given proxy's
+ * X-Forwarded-For is believed (a request from loopback carrying it is a request through a proxy).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { spawnCli, startServerProcess, stopProcess } from "../helpers/process.js";
+
+const root = mkdtempSync(join(tmpdir(), "blockkit-trust-proxy-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const serverArgs = (dir: string): string[] => ["server", "--port", "0", "--stream-port", "0", "--data", join(root, dir)];
+
+describe("blockkit server --trust-proxy", () => {
+  it("refuses a value that is not addresses or networks, and trusting every hop, naming the item", { timeout: 40_000 }, async () => {
+    const bad = spawnCli([...serverArgs("a"), "--trust-proxy", "127.0.0.1,10.0.0.0/33"]);
+    const every = spawnCli([...serverArgs("b"), "--trust-proxy", "*"]);
+    const env = spawnCli(serverArgs("c"), { BLOCKKIT_TRUST_PROXY: "::1, nginx" });
+    const [badCode, everyCode, envCode] = await Promise.all([bad.exited, every.exited, env.exited]);
+    expect(badCode).toBe(2);
+    expect(bad.stderr.join("\n")).toMatch(/--trust-proxy.*"10\.0\.0\.0\/33" is not a proxy's address or network: give an address or address\/prefix/);
+    expect(everyCode).toBe(2);
+    expect(every.stderr.join("\n")).toMatch(/"\*" is refused: trusting every hop lets any client choose its own address, since X-Forwarded-For is whatever the client sends/);
+    expect(envCode).toBe(2);
+    expect(env.stderr.join("\n")).toMatch(/BLOCKKIT_TRUST_PROXY: "nginx" is not a proxy's address or network/);
+  });
+
+  it("believes the given proxy's X-Forwarded-For: /metrics refuses the remote client behind it", { timeout: 40_000 }, async () => {
+    const [flag, env] = await Promise.all([
+      startServerProcess({ dataDir: join(root, "d"), adminToken: "trust-proxy-token-01234", extraArgs: ["--trust-proxy", "127.0.0.1"] }),
+      startServerProcess({ dataDir: join(root, "e"), adminToken: "trust-proxy-token-01234", env: { BLOCKKIT_TRUST_PROXY: "127.0.0.0/8,::1" } }),
+    ]);
+    try {
+      for (const p of [flag, env]) {
+        const metrics = `${new URL(p.baseUrl).origin}/metrics`;
+        const remote = await fetch(metrics, { headers: { "x-forwarded-for": "127.0.0.1, 203.0.113.5" } });
+        expect(remote.status).toBe(403);
+        expect(await remote.text()).toContain("metrics are served to loopback clients only");
+        const local = await fetch(metrics);
+        expect(local.status).toBe(200);
+        await local.arrayBuffer();
+      }
+    } finally {
+      expect(await Promise.all([stopProcess(flag), stopProcess(env)])).toEqual([0, 0]);
+    }
+  });
+});
