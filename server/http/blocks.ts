@@ -76,7 +76,8 @@ export function blockRoutes(app: FastifyInstance, s: Services): void {
         description:
           "Not in the spec: for the dashboard and the command line. Blocks awaiting activation that you may claim, " +
           "newest first: your own blocks asking again, and unclaimed blocks asking from this request's own network " +
-          "address (on a home network, the hub and the phone; from elsewhere, type the node id).",
+          "address (on a home network, the hub and the phone; from elsewhere, type the node id). Behind a proxy named by " +
+          "`--trust-proxy`, the address is the one the proxy forwards.",
         ok: { 200: { description: "The waiting node ids and when each last asked.", data: AwaitingBlocks } },
       }),
     },

@@ -27,7 +27,8 @@ export function metricsRoute(app: FastifyInstance, s: Services, token: string | 
     description:
       "The server's metrics in Prometheus text format: requests by route, method and status; ingest, commands, rules, " +
       "callbacks, live streams, limits and the process. Open to loopback clients only, unless the server has a metrics " +
-      "token (`--metrics-token`): then any client with `Authorization: Bearer <token>`, loopback included.",
+      "token (`--metrics-token`): then any client with `Authorization: Bearer <token>`, loopback included. Behind a " +
+      "proxy named by `--trust-proxy`, the client is the one the proxy forwards (X-Forwarded-For), not the proxy.",
     ok: { 200: { description: "The metrics.", type: "text/plain" } },
     errors: {
       401: "A metrics token is configured and the request does not carry it.",
