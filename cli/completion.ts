@@ -10,6 +10,7 @@ import { type Command, InvalidArgumentError, type Option } from "commander";
 import { FOLD_FNS } from "../protocol/history.js";
 import { type CliIO, OUTPUTS } from "./api/context.js";
 import { allCommands, subPath } from "./help.js";
+import { takesAncestorOption } from "./sim-sub.js";
 
 export const SHELLS = ["bash", "zsh", "fish"] as const;
 export type Shell = (typeof SHELLS)[number];
@@ -49,7 +50,8 @@ function entries(program: Command): Entry[] {
   return allCommands(program).map((cmd) => {
     const chain: Command[] = [];
     for (let c: Command | null = cmd; c && c.parent; c = c.parent) chain.push(c);
-    const options = chain.flatMap((c) => c.options);
+    // A sim sub-command is offered only the run options it takes (cli/sim-sub.ts).
+    const options = chain.flatMap((c) => (c === cmd ? c.options : c.options.filter((o) => takesAncestorOption(cmd, o))));
     const path = subPath(cmd);
     const argKind = (name: string): Kind => (path === "profiles use" ? "profile" : (ARG_KINDS[name] ?? "none"));
     return {

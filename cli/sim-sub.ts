@@ -8,6 +8,15 @@
 import type { Command, Option } from "commander";
 import { CliError } from "./errors.js";
 
+/** The run options each sub-command reads, for its completion too. */
+const READS = new WeakMap<Command, readonly string[]>();
+
+/** Whether `cmd` takes `option`, one of an ancestor's: every one, but a sim sub-command only the run options it reads. */
+export function takesAncestorOption(cmd: Command, option: Option): boolean {
+  const reads = READS.get(cmd);
+  return reads === undefined || (option.long !== undefined && reads.includes(option.long));
+}
+
 /**
  * Makes `sub` refuse the options of its parent (the sim run) that it does not read. `reads`: the
  * long flags of the run it does read (some it declares itself, which commander still gives to the
@@ -17,7 +26,8 @@ import { CliError } from "./errors.js";
 export function readsRunOptions(sub: Command, reads: readonly string[], does: string): Command {
   const run = sub.parent;
   if (!run) throw new TypeError(`sim ${sub.name()}: register it on sim before naming the run options it reads`);
-  const read = (o: Option): boolean => o.long !== undefined && reads.includes(o.long);
+  READS.set(sub, reads);
+  const read = (o: Option): boolean => takesAncestorOption(sub, o);
   sub.hook("preAction", () => {
     // A default (or no value) is not the user's doing; "cli", and "env" or "config" if sim ever
     // takes them, is.

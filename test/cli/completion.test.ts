@@ -67,6 +67,10 @@ describe("blockkit completion", () => {
       [["blockkit", "devices", "-o", ""], "table json yaml"],
       [["blockkit", "device", "data", "--ch"], "--chart"],
       [["blockkit", "completion", ""], "bash zsh fish"],
+      // A sim sub-command is offered the run options it takes, not those it refuses.
+      [["blockkit", "sim", "merge", "--"], "--report --help"],
+      [["blockkit", "sim", "nodes", "--d"], "--duration --devices"],
+      [["blockkit", "sim", "--d"], "--devices --duration --drain"],
     ];
     const body = cases
       .map(([words]) => `COMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length - 1}; _blockkit; echo "\${COMPREPLY[*]}"`)
