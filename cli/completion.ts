@@ -51,7 +51,8 @@ function entries(program: Command): Entry[] {
     const chain: Command[] = [];
     for (let c: Command | null = cmd; c && c.parent; c = c.parent) chain.push(c);
     // A sim sub-command is offered only the run options it takes (cli/sim-sub.ts).
-    const options = chain.flatMap((c) => (c === cmd ? c.options : c.options.filter((o) => takesAncestorOption(cmd, o))));
+    // Hidden options (--worker-part: the pool's own) are not offered, as --help does not list them.
+    const options = chain.flatMap((c) => (c === cmd ? c.options : c.options.filter((o) => takesAncestorOption(cmd, o)))).filter((o) => !o.hidden);
     const path = subPath(cmd);
     const argKind = (name: string): Kind => (path === "profiles use" ? "profile" : (ARG_KINDS[name] ?? "none"));
     return {

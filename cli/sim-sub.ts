@@ -35,7 +35,7 @@ export function readsRunOptions(sub: Command, reads: readonly string[], does: st
       const source = run.getOptionValueSource(o.attributeName());
       return source !== undefined && source !== "default" && !read(o);
     });
-    if (given.length > 0) throw new CliError(`sim ${sub.name()} does not take ${given.map((o) => o.long ?? o.flags).join(", ")}: ${does}`);
+    if (given.length > 0) throw new CliError(`does not take ${given.map((o) => o.long ?? o.flags).join(", ")}: ${does}`);
   });
   // Its help: its own options, and under "Global Options" the run options it reads and does not
   // declare itself (not every option of a run, nor the program's --version).

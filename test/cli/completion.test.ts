@@ -53,6 +53,8 @@ describe("blockkit completion", () => {
     for (const shell of ["bash", "zsh"]) {
       const text = execFileSync("cat", [scripts[shell] ?? ""], { encoding: "utf8" });
       for (const p of paths) expect(text, `${shell}: ${p}`).toContain(`"${p}")`);
+      // A hidden option (the worker pool's own) is no more offered than --help lists it.
+      expect(text, shell).not.toContain("--worker-part");
     }
   });
 

@@ -34,15 +34,15 @@ async function run(...args: string[]): Promise<Outcome> {
 describe("blockkit sim's sub-commands and the options of a sim run", () => {
   it("refuse a run option they do not read, before or after their name, naming it and themselves, exit 2", async () => {
     const cases: [string[], string][] = [
-      [["sim", "merge", "--blocks", "3", "a.json"], "blockkit sim merge: sim merge does not take --blocks: it reads reports (give the report files)"],
-      [["sim", "--blocks", "3", "--workers", "2", "merge", "a.json"], "blockkit sim merge: sim merge does not take --blocks, --workers: it reads reports"],
-      [["sim", "merge", "a.json", "--server", "http://h:1"], "blockkit sim merge: sim merge does not take --server: "],
-      [["sim", "cleanup", "--node-prefix", "SIM1N", "--stream", "http://h:2"], "blockkit sim cleanup: sim cleanup does not take --stream: "],
-      [["sim", "cleanup", "--node-prefix", "SIM1N", "--cleanup"], "blockkit sim cleanup: sim cleanup does not take --cleanup: "],
-      [["sim", "replay", "rec.jsonl", "--headless", "--shard", "0/2"], "blockkit sim replay: sim replay does not take --headless, --shard: "],
-      [["sim", "replay", "rec.jsonl", "--transport", "undici"], "blockkit sim replay: sim replay does not take --transport: "],
-      [["sim", "nodes", "--mqtt", "mqtt://h:1", "--blocks", "2"], "blockkit sim nodes: sim nodes does not take --blocks: it emulates hardware nodes"],
-      [["sim", "nodes", "--mqtt", "mqtt://h:1", "--stream", "http://h:2"], "blockkit sim nodes: sim nodes does not take --stream: "],
+      [["sim", "merge", "--blocks", "3", "a.json"], "blockkit sim merge: does not take --blocks: it reads reports (give the report files)"],
+      [["sim", "--blocks", "3", "--workers", "2", "merge", "a.json"], "blockkit sim merge: does not take --blocks, --workers: it reads reports"],
+      [["sim", "merge", "a.json", "--server", "http://h:1"], "blockkit sim merge: does not take --server: "],
+      [["sim", "cleanup", "--node-prefix", "SIM1N", "--stream", "http://h:2"], "blockkit sim cleanup: does not take --stream: "],
+      [["sim", "cleanup", "--node-prefix", "SIM1N", "--cleanup"], "blockkit sim cleanup: does not take --cleanup: "],
+      [["sim", "replay", "rec.jsonl", "--headless", "--shard", "0/2"], "blockkit sim replay: does not take --headless, --shard: "],
+      [["sim", "replay", "rec.jsonl", "--transport", "undici"], "blockkit sim replay: does not take --transport: "],
+      [["sim", "nodes", "--mqtt", "mqtt://h:1", "--blocks", "2"], "blockkit sim nodes: does not take --blocks: it emulates hardware nodes"],
+      [["sim", "nodes", "--mqtt", "mqtt://h:1", "--stream", "http://h:2"], "blockkit sim nodes: does not take --stream: "],
     ];
     for (const [args, start] of cases) {
       const r = await run(...args);
