@@ -5,7 +5,7 @@ import { createElement } from "react";
 import { parse as parseYaml } from "yaml";
 import { runHeadless } from "../simulator/headless.js";
 import { type Report, summaryLines, writeReport } from "../simulator/report.js";
-import { type RunPhase, SimRunner } from "../simulator/runner.js";
+import { CALLBACK_DRAIN_MS, type RunPhase, SimRunner } from "../simulator/runner.js";
 import { overrideWithFlags, scenarioFromFlags } from "../simulator/scenario/defaults.js";
 import { type LoadedScenario, ScenarioError, validateScenario } from "../simulator/scenario/parse.js";
 import { type CleanupResult, cleanupLines, nodePrefix } from "../simulator/cleanup.js";
@@ -78,14 +78,14 @@ type Interruption = keyof typeof INTERRUPTED_EXIT;
 /**
  * What the first Ctrl-C (or SIGTERM) says, on stderr: what the stop waits for and how long at most.
  * The drain waits up to --drain for the activations, readings and commands in flight (against a hung
- * server, that whole time, which would otherwise pass in silence), and 1.5 s more for callback
+ * server, that whole time, which would otherwise pass in silence), and CALLBACK_DRAIN_MS more for callback
  * deliveries when callbacks are registered (runner.ts, drain()); the cleanup, after it, has a bound of
  * its own (cleanup_timeout_s).
  */
 function stoppingLine(scenario: LoadedScenario, drainS: number): string {
   const callbacks = scenario.callbacks.devices > 0;
   const what = callbacks ? "activations, readings, commands and callbacks" : "activations, readings and commands";
-  return `stopping: waiting up to ${drainS + (callbacks ? 1.5 : 0)} s for the ${what} in flight${scenario.cleanup ? `, then cleaning up for up to ${scenario.cleanup_timeout_s} s` : ""} (Ctrl-C again to quit at once)`;
+  return `stopping: waiting up to ${drainS + (callbacks ? CALLBACK_DRAIN_MS / 1000 : 0)} s for the ${what} in flight${scenario.cleanup ? `, then cleaning up for up to ${scenario.cleanup_timeout_s} s` : ""} (Ctrl-C again to quit at once)`;
 }
 
 /** Whether a stop requested in this phase cuts nothing short: the measured time is over, the drain runs on. */

@@ -72,8 +72,9 @@ export class Random {
  * uplink, poll), so that a loop's waits do not hang on the others'.
  */
 export function blockJitter(rng: Random, nodeId: string): (loop: string) => () => number {
+  const block = rng.child(`backoff/${nodeId}`);
   return (loop) => {
-    const stream = rng.child(`backoff/${nodeId}`).child(loop);
+    const stream = block.child(loop);
     return () => stream.next();
   };
 }

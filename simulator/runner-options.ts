@@ -11,6 +11,9 @@ import type { LoadedScenario } from "./scenario/parse.js";
 
 export type RunPhase = "starting" | "ramping" | "warmup" | "running" | "draining" | "done";
 
+/** What the drain adds for callback deliveries when callbacks are registered (they come within about a second of the data), ms. */
+export const CALLBACK_DRAIN_MS = 1500;
+
 export interface SimOptions {
   scenario: LoadedScenario;
   /** REST root including /rest/v0. */

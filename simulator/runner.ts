@@ -16,7 +16,7 @@ import { MeasuredTime } from "./measured-time.js";
 import { SelfLoad } from "./metrics/load.js";
 import { Metrics } from "./metrics/metrics.js";
 import { Random } from "./random.js";
-import { type RunPhase, type SimOptions, warnOverLimit } from "./runner-options.js";
+import { CALLBACK_DRAIN_MS, type RunPhase, type SimOptions, warnOverLimit } from "./runner-options.js";
 import { type Report, buildReport } from "./report.js";
 import { scenarioPart } from "./part.js";
 import { type RunStatus, runnerStatus } from "./status.js";
@@ -24,6 +24,7 @@ import type { LoadedScenario } from "./scenario/parse.js";
 
 // What a run is given and its phases are in runner-options.ts; importers take them from here.
 export type { RunPhase, SimOptions } from "./runner-options.js";
+export { CALLBACK_DRAIN_MS } from "./runner-options.js";
 
 export class SimRunner {
   readonly metrics = new Metrics();
@@ -231,8 +232,7 @@ export class SimRunner {
     await this.fleet.finishActivations(this.o.drainTimeoutMs ?? 15_000);
     await this.commands.drain(deadline - this.clock());
     while (this.clock() < deadline && (this.fleet.backlog() > 0 || this.commands.inFlight > 0)) await this.wait(100);
-    // Callbacks are delivered within about a second of the data arriving.
-    if (this.callbacks.registered.length > 0) await this.wait(1500);
+    if (this.callbacks.registered.length > 0) await this.wait(CALLBACK_DRAIN_MS);
     const backlog = this.fleet.backlog();
     if (backlog > 0) this.log.add("warn", `${backlog} readings were still unacknowledged when the drain time ran out`);
     for (const p of this.commands.pendingList()) this.log.add("warn", `command ${p.da} to ${p.guid} still in flight after ${Math.round(p.ageMs)} ms`);
