@@ -24,8 +24,19 @@ export function deviceLines(id: string, d: DeviceJson): string[] {
   ];
 }
 
+/**
+ * A value as the table shows it: a fold's float noise (a mean of 21.228571428571428) to six
+ * significant digits, never fewer than its whole part needs; whole numbers and text as they are.
+ * `--json` / `-o yaml` print the value as the server sent it.
+ */
+export function pointValue(v: DataPoint["v"]): string {
+  if (typeof v !== "number" || !Number.isFinite(v) || Number.isInteger(v)) return String(v);
+  const whole = Math.floor(Math.log10(Math.abs(v))) + 1;
+  return String(Number(v.toPrecision(Math.min(17, Math.max(6, whole + 1)))));
+}
+
 export function pointLines(points: DataPoint[]): string[] {
-  return points.length === 0 ? ["(no data)"] : table(["TIME", "VALUE"], points.map((p) => [p.t, String(p.v)]));
+  return points.length === 0 ? ["(no data)"] : table(["TIME", "VALUE"], points.map((p) => [p.t, pointValue(p.v)]));
 }
 
 interface HistoryFlags {

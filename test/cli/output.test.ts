@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { parse } from "yaml";
 import { chart } from "../../cli/api/chart.js";
+import { pointValue } from "../../cli/api/devices.js";
 import type { CallbackJson, DataPoint, DeviceJson, RuleJson } from "../../protocol/api-types.js";
 import { type Live, type TestBlock, lines, startCli } from "./helpers.js";
 
@@ -131,5 +132,19 @@ describe("output formats, history, charts, YAML rules", () => {
     expect(second).toMatch(/^secret {2}\S{16,}$/);
     const json = JSON.parse((await live.run(["callbacks", "set", temp, "http://127.0.0.1:9/other", "-o", "json"])).stdout) as CallbackJson;
     expect(json).toEqual({ url: "http://127.0.0.1:9/other", secret: second?.slice("secret  ".length) });
+  });
+});
+
+describe("history values in the table", () => {
+  it("shows a fold's float noise to six significant digits, never rounding the whole part, and the rest as sent", () => {
+    expect(pointValue(21.228571428571428)).toBe("21.2286");
+    expect(pointValue(16.666666666666668)).toBe("16.6667");
+    expect(pointValue(0.000123456789)).toBe("0.000123457");
+    expect(pointValue(-3.14159265)).toBe("-3.14159");
+    expect(pointValue(123456789.123)).toBe("123456789.1");
+    expect(pointValue(15)).toBe("15");
+    expect(pointValue(1e21)).toBe("1e+21");
+    expect(pointValue("FF0000")).toBe("FF0000");
+    expect(pointValue("21.228571428571428")).toBe("21.228571428571428");
   });
 });
