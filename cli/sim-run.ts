@@ -139,6 +139,9 @@ export async function runSim(flags: SimFlags): Promise<void> {
   let stop: () => void = () => undefined;
   let over: () => boolean = () => false;
   let early: () => boolean = () => true;
+  /** The cleanup under way, what it has done and left so far (a worker's is its own, not seen here). */
+  let cleanupNow: () => CleanupResult | null = () => null;
+  const retry = `blockkit sim cleanup --node-prefix ${prefix}`;
   // The first signal stops the run (drain, report, cleanup). Only a second Ctrl-C quits at once:
   // further SIGTERMs are the same request (`timeout` signals its child and then the whole group,
   // and the respawning parent forwards its own, so one stop arrives here as two or three SIGTERMs).
@@ -170,7 +173,10 @@ export async function runSim(flags: SimFlags): Promise<void> {
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) {
       if (signal !== "SIGINT") return;
-      if (scenario.cleanup) process.stderr.write(`blockkit sim: quit before the cleanup; remove the leftovers with: blockkit sim cleanup --node-prefix ${prefix}\n`);
+      // During the cleanup, what it leaves is named as at its time bound; before it, all of it is left.
+      const underWay = cleanupNow();
+      if (underWay) for (const line of cleanupLines(underWay, retry)) process.stderr.write(`${line}\n`);
+      else if (scenario.cleanup) process.stderr.write(`blockkit sim: quit before the cleanup; remove the leftovers with: ${retry}\n`);
       process.exit(130);
     }
     process.stderr.write(`${stoppingLine(scenario, flags.drain)}\n`);
@@ -201,6 +207,7 @@ export async function runSim(flags: SimFlags): Promise<void> {
     stop = () => runner.requestStop();
     over = () => measuredTimeOver(runner.phase);
     early = () => startingUp(runner.phase);
+    cleanupNow = () => runner.cleanupProgress?.snapshot("quit") ?? null;
     try {
       await runner.start();
       startedNow();
@@ -222,7 +229,7 @@ export async function runSim(flags: SimFlags): Promise<void> {
   if (workers > 1) process.stderr.write(`${workers} worker processes, ${parts.map((p) => `part ${p?.index}/${p?.count}`).join(", ")}\n`);
   // A shard's thresholds speak of the whole fleet: `sim merge` checks them on the merged reports.
   for (const line of summaryLines(report)) if (!shard || !line.startsWith("threshold ")) process.stderr.write(`${line}\n`);
-  if (cleanup) for (const line of cleanupLines(cleanup, `blockkit sim cleanup --node-prefix ${prefix}`)) process.stderr.write(`${line}\n`);
+  if (cleanup) for (const line of cleanupLines(cleanup, retry)) process.stderr.write(`${line}\n`);
   if (interrupted !== null) {
     const when = duringStartUp ? "during start-up, before the measured time" : `after ${report.duration_s} of ${scenario.duration_s} s measured`;
     process.stderr.write(`interrupted (${interrupted}) ${when}: not a pass, exit ${INTERRUPTED_EXIT[interrupted]}\n`);

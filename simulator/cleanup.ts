@@ -20,7 +20,32 @@ export interface CleanupResult {
    * Only when the time bound ran out: what was not cleaned up (not asked, or asked and abandoned
    * unanswered; the server may have done some of the latter). `blockkit sim cleanup` finishes it.
    */
-  left?: { afterS: number; blocks: string[]; callbacks: string[] };
+  left?: { afterS: number; blocks: string[]; callbacks: string[]; by?: "timeout" | "quit" };
+}
+
+/**
+ * A cleanup under way: what it has done so far and what it has not (not asked yet, or asked and not
+ * answered). `blockkit sim` reads it at a second Ctrl-C during the cleanup, which quits at once, to
+ * name what it leaves as the time bound does.
+ */
+export class CleanupProgress {
+  readonly result: CleanupResult = { blocks: 0, callbacks: 0, failed: [] };
+  /** Not done yet, in the order they are asked. */
+  readonly blocks: Set<string>;
+  readonly callbacks: Set<string>;
+  private readonly startedAt = performance.now();
+
+  constructor(nodeIds: readonly string[], callbackGuids: readonly string[]) {
+    this.blocks = new Set(nodeIds);
+    this.callbacks = new Set(callbackGuids);
+  }
+
+  /** The result so far, with what is not done as `left` (when anything is): `by` says what ended the cleanup. */
+  snapshot(by: "timeout" | "quit", afterS = Math.round((performance.now() - this.startedAt) / 100) / 10): CleanupResult {
+    const r: CleanupResult = { ...this.result, failed: [...this.result.failed] };
+    if (this.blocks.size + this.callbacks.size > 0) r.left = { afterS, blocks: [...this.blocks], callbacks: [...this.callbacks], by };
+    return r;
+  }
 }
 
 /** Calls at once against the server: enough to be quick, few enough not to flood it. */
@@ -67,40 +92,42 @@ const DEFAULT_REQUESTS_PER_S = 1000;
  */
 export async function cleanupFleet(
   api: ApiClient,
-  what: { nodeIds: string[]; callbackGuids: string[]; inFlight?: readonly string[]; pacer?: CredentialPacer; timeoutMs?: number },
+  what: { nodeIds: string[]; callbackGuids: string[]; inFlight?: readonly string[]; pacer?: CredentialPacer; timeoutMs?: number; progress?: CleanupProgress },
 ): Promise<CleanupResult> {
-  const result: CleanupResult = { blocks: 0, callbacks: 0, failed: [] };
+  const progress = what.progress ?? new CleanupProgress(what.nodeIds, what.callbackGuids);
+  const result = progress.result;
   const pacer = what.pacer ?? new CredentialPacer(DEFAULT_REQUESTS_PER_S);
   const bound = new AbortController();
   const timer = what.timeoutMs === undefined ? undefined : setTimeout(() => bound.abort(), what.timeoutMs);
   const signal = bound.signal;
   const client = api.withSignal(signal);
-  const left = { blocks: [] as string[], callbacks: [] as string[] };
+  // What the bound cut short stays in the progress's sets: the `left` of the result.
   await each(what.callbackGuids, async (guid) => {
-    if (signal.aborted) return void left.callbacks.push(guid);
+    if (signal.aborted) return;
     try {
       await paced(pacer, () => client.removeCallback(guid), signal);
       result.callbacks++;
     } catch (err) {
-      if (signal.aborted) left.callbacks.push(guid);
-      else if (!gone(err)) result.failed.push(`callback of ${guid}: ${(err as Error).message}`);
+      if (signal.aborted) return;
+      if (!gone(err)) result.failed.push(`callback of ${guid}: ${(err as Error).message}`);
     }
+    progress.callbacks.delete(guid);
   });
   const inFlight = new Set(what.inFlight);
   await each(what.nodeIds, async (nodeId) => {
-    if (signal.aborted) return void left.blocks.push(nodeId);
+    if (signal.aborted) return;
     try {
       await paced(pacer, () => client.unpairBlock(nodeId), signal);
       result.blocks++;
     } catch (err) {
-      if (signal.aborted) left.blocks.push(nodeId);
-      else if (!gone(err)) result.failed.push(`block ${nodeId}: ${(err as Error).message}`);
+      if (signal.aborted) return;
+      if (!gone(err)) result.failed.push(`block ${nodeId}: ${(err as Error).message}`);
       else if (inFlight.has(nodeId)) result.failed.push(`block ${nodeId}: its activation was still in flight at the stop; the server may claim it after this cleanup`);
     }
+    progress.blocks.delete(nodeId);
   });
   clearTimeout(timer);
-  if (signal.aborted) result.left = { afterS: (what.timeoutMs ?? 0) / 1000, ...left };
-  return result;
+  return progress.snapshot("timeout", (what.timeoutMs ?? 0) / 1000);
 }
 
 /** What a cleanup's result says on stderr at the end of a run, `retry` being the command that finishes it. */
@@ -108,7 +135,8 @@ export function cleanupLines(c: CleanupResult, retry: string): string[] {
   const lines = [`cleanup: ${c.blocks} blocks unpaired, ${c.callbacks} callbacks removed${c.failed.length > 0 ? `, ${c.failed.length} failed` : ""}`];
   if (c.left) {
     const { blocks, callbacks } = c.left;
-    lines.push(`cleanup: not finished within ${c.left.afterS} s (--cleanup-timeout): ${blocks.length} block${blocks.length === 1 ? "" : "s"} and ${callbacks.length} callback${callbacks.length === 1 ? "" : "s"} not cleaned up`);
+    const why = c.left.by === "quit" ? `quit at the second Ctrl-C after ${c.left.afterS} s` : `not finished within ${c.left.afterS} s (--cleanup-timeout)`;
+    lines.push(`cleanup: ${why}: ${blocks.length} block${blocks.length === 1 ? "" : "s"} and ${callbacks.length} callback${callbacks.length === 1 ? "" : "s"} not cleaned up`);
     const names = [...blocks.map((n) => `block ${n}`), ...callbacks.map((g) => `callback of ${g}`)];
     for (const n of names.slice(0, 10)) lines.push(`cleanup left: ${n}`);
     if (names.length > 10) lines.push(`cleanup left: … and ${names.length - 10} more`);

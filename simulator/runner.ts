@@ -6,7 +6,7 @@
 import { Agent } from "undici";
 import { ApiClient } from "../protocol/api-client.js";
 import { CallbackReceiver } from "./callback-receiver.js";
-import { type CleanupResult, cleanupFleet } from "./cleanup.js";
+import { CleanupProgress, type CleanupResult, cleanupFleet } from "./cleanup.js";
 import { EventLog, type LogEntry } from "./event-log.js";
 import { CallbackRegistrar } from "./fleet/callbacks.js";
 import { Chaos } from "./fleet/chaos.js";
@@ -257,6 +257,8 @@ export class SimRunner {
 
   /** What the cleanup at stop() did (with the scenario's `cleanup`), null before or without it. */
   cleanupResult: CleanupResult | null = null;
+  /** The cleanup at stop() once it began (with the scenario's `cleanup`): what it has done and not, so far. */
+  cleanupProgress: CleanupProgress | null = null;
 
   /** Stops everything (after `finished`, or to abandon a run); then cleans up with the scenario's `cleanup`. */
   async stop(): Promise<void> {
@@ -273,9 +275,12 @@ export class SimRunner {
     await this.receiver.stop();
     this.load.stop();
     if (this.s.cleanup && this.cleanupResult === null) {
+      const nodeIds = this.fleet.blocks.slice(0, this.fleet.running).map((b) => b.nodeId);
+      this.cleanupProgress = new CleanupProgress(nodeIds, this.callbacks.registered);
       this.cleanupResult = await cleanupFleet(this.api, {
-        nodeIds: this.fleet.blocks.slice(0, this.fleet.running).map((b) => b.nodeId),
+        nodeIds,
         callbackGuids: this.callbacks.registered,
+        progress: this.cleanupProgress,
         inFlight: this.fleet.inFlightAtStop,
         pacer: this.fleet.pacer,
         timeoutMs: this.s.cleanup_timeout_s * 1000,
