@@ -20,6 +20,7 @@ import { openStore } from "./store/index.js";
 import type { PostgresStore } from "./store/postgres/index.js";
 import type { Store } from "./store/types.js";
 import { trustProxyOption, wireServices } from "./wire.js";
+import { trustsLoopback } from "./services/networks.js";
 import { Lifecycle, type Part } from "../protocol/lifecycle.js";
 import { listenUrl } from "../protocol/listen-url.js";
 
@@ -158,7 +159,23 @@ export class BlockkitServer {
     const streamUrl = listenUrl("http", host, realStreamPort);
     Object.assign(this.services.settings, { baseUrl: `${authUrl}${REST_PREFIX}`, authUrl, streamUrl });
     this.services.limits.logOpenFiles();
+    this.logLoopbackProxy();
     this.urls = { baseUrl: `${authUrl}${REST_PREFIX}`, authUrl, streamUrl, firstUser: null };
+  }
+
+  /**
+   * With a loopback proxy trusted and no metrics token, a scrape from this machine without
+   * X-Forwarded-For is refused (server/http/client-address.ts): said once at start, so that an
+   * operator whose local Prometheus gets 403 knows why.
+   */
+  private logLoopbackProxy(): void {
+    const { trustProxy, metricsToken } = this.services.settings;
+    if (metricsToken !== undefined || !trustsLoopback(trustProxy)) return;
+    this.log.warn(
+      { module: "srv:http", trust_proxy: trustProxy.join(",") },
+      "--trust-proxy trusts loopback and no --metrics-token is set: GET /metrics is refused to requests from this machine without " +
+        "X-Forwarded-For (they may be the proxy's, carrying an outside client); give Prometheus a --metrics-token",
+    );
   }
 
   private async ensureFirstUser(): Promise<FirstUser | null> {

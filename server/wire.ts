@@ -7,7 +7,7 @@
 import { join } from "node:path";
 import type { Logger } from "pino";
 import type { Bus } from "./bus/types.js";
-import { trustedProxies } from "./services/networks.js";
+import { proxyMatcher, trustedProxies } from "./services/networks.js";
 import type { ServerOptions } from "./server-options.js";
 import { Accounts } from "./services/accounts/index.js";
 import { Activation } from "./services/activation.js";
@@ -45,8 +45,17 @@ export function wireServices(o: ServerOptions, log: Logger, store: Store, bus: B
     clock,
   );
   const events = new StreamPublisher(bus);
+  const trustProxy = trustProxyOption(o.trustProxy);
   const core = {
-    settings: { pollHoldMs: holdMs, metricsToken: o.metricsToken, trustProxy: trustProxyOption(o.trustProxy), baseUrl: "", authUrl: "", streamUrl: "" },
+    settings: {
+      pollHoldMs: holdMs,
+      metricsToken: o.metricsToken,
+      trustProxy,
+      fromTrustedProxy: proxyMatcher(trustProxy),
+      baseUrl: "",
+      authUrl: "",
+      streamUrl: "",
+    },
     log,
     clock,
     store,

@@ -7,6 +7,7 @@ import type { Services } from "../services/index.js";
 import type { BlockRow } from "../store/types.js";
 import { userOf } from "./auth.js";
 import { onClientGone } from "./client-gone.js";
+import { clientAddress } from "./client-address.js";
 import { doc } from "./openapi/route-doc.js";
 import { AwaitingBlocks, Block, BlockMap, BlockToken } from "../../protocol/responses.js";
 
@@ -77,12 +78,13 @@ export function blockRoutes(app: FastifyInstance, s: Services): void {
           "Not in the spec: for the dashboard and the command line. Blocks awaiting activation that you may claim, " +
           "newest first: your own blocks asking again, and unclaimed blocks asking from this request's own network " +
           "address (on a home network, the hub and the phone; from elsewhere, type the node id). Behind a proxy named by " +
-          "`--trust-proxy`, the address is the one the proxy forwards.",
+          "`--trust-proxy`, the address is the one the proxy forwards; a request (or a block) through it that forwards none " +
+          "has no known address and shares it with nobody.",
         ok: { 200: { description: "The waiting node ids and when each last asked.", data: AwaitingBlocks } },
       }),
     },
     async (request) => {
-    const list = await s.activation.awaitingFor(userOf(request).userId, request.ip);
+    const list = await s.activation.awaitingFor(userOf(request).userId, clientAddress(s, request));
     return ok(list.map((a) => ({ nodeid: a.nodeId, since: a.since })));
   });
 
@@ -178,7 +180,7 @@ export function blockRoutes(app: FastifyInstance, s: Services): void {
       s.rateLimiter.take(principal.tokenHash);
       return reply.send({ token: await s.activation.direct(nodeId, principal.userId) });
     }
-    const token = await s.activation.wait(nodeId, (cancel) => onClientGone(reply, cancel), request.ip, request.raw.socket);
+    const token = await s.activation.wait(nodeId, (cancel) => onClientGone(reply, cancel), request.ip, request.raw.socket, clientAddress(s, request));
     if (token === null) return reply.code(204).send();
     return reply.send({ token });
   });

@@ -13,6 +13,7 @@ import { badRequest } from "../errors.js";
 import type { Services } from "../services/index.js";
 import type { StreamHub, StreamSink } from "../services/stream/hub.js";
 import { userOf } from "./auth.js";
+import { clientAddress } from "./client-address.js";
 import { doc } from "./openapi/route-doc.js";
 import { Type } from "@sinclair/typebox";
 
@@ -40,7 +41,7 @@ class SocketSink implements StreamSink {
     private readonly ws: WebSocket,
     private readonly hub: StreamHub,
     readonly userId: number,
-    readonly address: string,
+    readonly address: string | null,
     private readonly guids: Set<string> | null,
   ) {
     ws.on("pong", () => {
@@ -144,7 +145,7 @@ export function streamRoutes(app: FastifyInstance, s: Services): void {
       query: Type.Object({ guid: Type.Optional(Type.String({ description: "comma-separated device GUIDs" })) }),
     });
     scope.get("/stream", { websocket: true, config: { auth: "user" }, preHandler, schema }, (ws, request) => {
-      const sink = new SocketSink(ws, s.stream, userOf(request).userId, request.ip, guidFilter(request.query as Record<string, unknown>));
+      const sink = new SocketSink(ws, s.stream, userOf(request).userId, clientAddress(s, request), guidFilter(request.query as Record<string, unknown>));
       let detach: () => void;
       try {
         detach = s.stream.attach(sink);

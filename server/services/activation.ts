@@ -35,8 +35,8 @@ export class Activation {
   /** Held requests per client address, and in all (limits.maxActivationHolds*). */
   private readonly holdsByAddress = new Map<string, number>();
   private holds = 0;
-  /** Blocks awaiting activation and not yet handed a token: node id -> the client address it asks from. */
-  private readonly asking = new Map<string, string>();
+  /** Blocks awaiting activation and not yet handed a token: node id -> the client address it asks from (null: unknown). */
+  private readonly asking = new Map<string, string | null>();
   private stopped = false;
 
   constructor(
@@ -72,9 +72,11 @@ export class Activation {
    * Retry-After of the hold's length (a place is freed by then at the latest). While held,
    * the request's `connection` (its socket) is not evicted at the connection cap: a block waiting
    * for its token has no credential to prove its connection with, and would otherwise be the first
-   * reset (Limits.holdActivation); these holds are bounded by the two caps above instead.
+   * reset (Limits.holdActivation); these holds are bounded by the two caps above instead. `client`:
+   * the address the block is listed to users from (awaitingFor); default `address`, null for unknown
+   * (a trusted proxy's request without X-Forwarded-For: server/http/client-address.ts).
    */
-  async wait(nodeId: string, onAbort: (cancel: () => void) => void, address = "", connection?: object): Promise<string | null> {
+  async wait(nodeId: string, onAbort: (cancel: () => void) => void, address = "", connection?: object, client: string | null = address): Promise<string | null> {
     const o = this.limits.options;
     // Every held request ends within holdMs (answered null, and asked again): a place is free by then.
     const retryAfterS = Math.max(1, Math.ceil(this.options.holdMs / 1000));
@@ -91,7 +93,7 @@ export class Activation {
     this.holdsByAddress.set(address, mine + 1);
     const unhold = connection ? this.limits.holdActivation(connection) : undefined;
     try {
-      return await this.hold(nodeId, onAbort, address);
+      return await this.hold(nodeId, onAbort, client);
     } finally {
       unhold?.();
       this.holds--;
@@ -102,7 +104,7 @@ export class Activation {
   }
 
   /** `address` is the block's client address (the dashboard lists unclaimed blocks to users who ask from the same address). */
-  private async hold(nodeId: string, onAbort: (cancel: () => void) => void, address: string): Promise<string | null> {
+  private async hold(nodeId: string, onAbort: (cancel: () => void) => void, address: string | null): Promise<string | null> {
     const fresh = !this.isAwaiting(nodeId) || !this.asking.has(nodeId);
     this.lastSeen.set(nodeId, this.clock());
     this.asking.set(nodeId, address);
@@ -170,7 +172,7 @@ export class Activation {
    * again, and unclaimed blocks asking from the user's own client address (on a home network, the
    * hub and the phone; a user elsewhere types the node id). At most AWAITING_LIST_MAX.
    */
-  async awaitingFor(userId: number, address: string): Promise<{ nodeId: string; since: number }[]> {
+  async awaitingFor(userId: number, address: string | null): Promise<{ nodeId: string; since: number }[]> {
     const out: { nodeId: string; since: number }[] = [];
     for (const [nodeId, from] of this.asking) {
       if (!this.isAwaiting(nodeId)) {
@@ -180,18 +182,18 @@ export class Activation {
       const block = await this.store.blocks.get(nodeId);
       const pending = block?.token_pending_until != null && block.token_pending_until >= this.clock();
       if (pending) continue;
-      if (block ? block.user_id === userId : from === address) out.push({ nodeId, since: this.lastSeen.get(nodeId) ?? 0 });
+      if (block ? block.user_id === userId : from !== null && from === address) out.push({ nodeId, since: this.lastSeen.get(nodeId) ?? 0 });
     }
     return out.sort((a, b) => b.since - a.since).slice(0, AWAITING_LIST_MAX);
   }
 
   /** A block starts awaiting activation: its owner hears of it, or for an unclaimed one, its address. */
-  private announce(nodeId: string, address: string): void {
+  private announce(nodeId: string, address: string | null): void {
     if (!this.events) return;
     this.store.blocks.get(nodeId).then(
       (block) => {
         if (block) this.events?.block(block.user_id, nodeId, "awaiting");
-        else this.events?.awaiting(nodeId, address);
+        else if (address !== null) this.events?.awaiting(nodeId, address);
       },
       (err: unknown) => this.log.warn({ err, nodeId }, "announcing a block awaiting activation failed"),
     );

@@ -24,6 +24,8 @@ export interface ServerSettings {
   metricsToken?: string | undefined;
   /** Proxies whose X-Forwarded-For is believed (checked); empty: none. */
   trustProxy: readonly string[];
+  /** Whether a connection's own address is one of trustProxy's (its requests carry the client in X-Forwarded-For). */
+  fromTrustedProxy: (address: string) => boolean;
   /** External addresses, as printed at start. */
   baseUrl: string;
   authUrl: string;

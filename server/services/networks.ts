@@ -111,3 +111,21 @@ export function trustedProxies(value: string | readonly string[]): string[] {
   }
   return list;
 }
+
+/** Whether an address is one of `list`'s (trustedProxies, already checked): the connection is a trusted proxy's. */
+export function proxyMatcher(list: readonly string[]): (address: string) => boolean {
+  const nets = list.map(parseNetwork);
+  return (address) => {
+    const bits = addressBits(address);
+    return bits !== null && nets.some((n) => contains(n, bits));
+  };
+}
+
+/**
+ * Whether `list` trusts an address of the machine itself (a network holding 127.0.0.0/8's or ::1,
+ * or held by 127.0.0.0/8): then a request from loopback without X-Forwarded-For may be the proxy's
+ * own, carrying an outside client, and is not taken for the machine's (server/http/client-address.ts).
+ */
+export function trustsLoopback(list: readonly string[]): boolean {
+  return list.map(parseNetwork).some((n) => contains(n, 1n) || contains(n, LOOPBACK_V4.base) || contains(LOOPBACK_V4, n.base));
+}

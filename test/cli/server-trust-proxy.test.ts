@@ -28,7 +28,7 @@ describe("blockkit server --trust-proxy", () => {
     expect(env.stderr.join("\n")).toMatch(/BLOCKKIT_TRUST_PROXY: "nginx" is not a proxy's address or network/);
   });
 
-  it("believes the given proxy's X-Forwarded-For: /metrics refuses the remote client behind it", { timeout: 40_000 }, async () => {
+  it("believes the given proxy's X-Forwarded-For: /metrics refuses the remote client behind it, and the unforwarded", { timeout: 40_000 }, async () => {
     const [flag, env] = await Promise.all([
       startServerProcess({ dataDir: join(root, "d"), adminToken: "trust-proxy-token-01234", extraArgs: ["--trust-proxy", "127.0.0.1"] }),
       startServerProcess({ dataDir: join(root, "e"), adminToken: "trust-proxy-token-01234", env: { BLOCKKIT_TRUST_PROXY: "127.0.0.0/8,::1" } }),
@@ -39,12 +39,36 @@ describe("blockkit server --trust-proxy", () => {
         const remote = await fetch(metrics, { headers: { "x-forwarded-for": "127.0.0.1, 203.0.113.5" } });
         expect(remote.status).toBe(403);
         expect(await remote.text()).toContain("metrics are served to loopback clients only");
-        const local = await fetch(metrics);
-        expect(local.status).toBe(200);
-        await local.arrayBuffer();
+        const throughProxy = await fetch(metrics, { headers: { "x-forwarded-for": "127.0.0.1" } });
+        expect(throughProxy.status).toBe(200);
+        await throughProxy.arrayBuffer();
+        // From the trusted loopback without X-Forwarded-For: maybe the proxy carrying anyone.
+        const unforwarded = await fetch(metrics);
+        expect(unforwarded.status).toBe(403);
+        await unforwarded.arrayBuffer();
+        // Said at start, once, without the token (none is set here).
+        const line = (await p.waitForErrLine(/--trust-proxy trusts loopback and no --metrics-token is set/)).input as string;
+        expect(JSON.parse(line)).toMatchObject({ level: 40, module: "srv:http" });
       }
     } finally {
       expect(await Promise.all([stopProcess(flag), stopProcess(env)])).toEqual([0, 0]);
     }
+  });
+
+  it("says nothing of /metrics at start when a metrics token is set, and the token scrapes", { timeout: 40_000 }, async () => {
+    const p = await startServerProcess({
+      dataDir: join(root, "f"),
+      adminToken: "trust-proxy-token-01234",
+      extraArgs: ["--trust-proxy", "127.0.0.1", "--metrics-token", "trust-proxy-metrics-0123"],
+    });
+    try {
+      const res = await fetch(`${new URL(p.baseUrl).origin}/metrics`, { headers: { authorization: "Bearer trust-proxy-metrics-0123" } });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    } finally {
+      expect(await stopProcess(p)).toBe(0);
+    }
+    expect(p.stderr.join("\n")).not.toMatch(/trusts loopback/);
+    expect(p.stderr.join("\n")).not.toContain("trust-proxy-metrics-0123");
   });
 });

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { streamAddress } from "../../protocol/stream.js";
 import { BlockkitServer } from "../../server/controller.js";
-import { isLoopbackAddress, trustedProxies } from "../../server/services/networks.js";
+import { isLoopbackAddress, trustedProxies, trustsLoopback } from "../../server/services/networks.js";
 import { freshNode } from "../helpers/core.js";
 import { http } from "../helpers/http.js";
 import { type TestServer, startTestServer } from "../helpers/server.js";
@@ -19,17 +19,21 @@ const loginLimit = { burst: 10, refillSeconds: 30, addressBurst: 3 };
 
 let trusting: TestServer;
 let plain: TestServer;
+/** Trusts loopback and has a metrics token: the way to scrape from this machine then. */
+let tokened: TestServer;
+const METRICS_TOKEN = "metrics-token-0123456789";
 
 beforeAll(async () => {
   const common = { clock: () => now, loginLimit, pollHoldSeconds: 0.2 };
-  [trusting, plain] = await Promise.all([
+  [trusting, plain, tokened] = await Promise.all([
     startTestServer({ ...common, trustProxy: ["127.0.0.1", "::1"] }, { listen: true }),
     startTestServer(common, { listen: true }),
+    startTestServer({ ...common, trustProxy: ["127.0.0.1"], metricsToken: METRICS_TOKEN }, { listen: true }),
   ]);
 });
 
 afterAll(async () => {
-  await Promise.all([trusting?.close(), plain?.close()]);
+  await Promise.all([trusting?.close(), plain?.close(), tokened?.close()]);
 });
 
 const origin = (t: TestServer): string => new URL(t.baseUrl as string).origin;
@@ -75,11 +79,28 @@ describe("GET /metrics behind a proxy, without a metrics token", () => {
     expect(await scrape(trusting, via("203.0.113.5"))).toBe(403);
     // nginx appends the client's address to what the client sent: the rightmost untrusted one counts.
     expect(await scrape(trusting, via("127.0.0.1, 203.0.113.5"))).toBe(403);
-    // The machine itself, directly or through the proxy, still scrapes.
-    expect(await scrape(trusting)).toBe(200);
+    // The machine itself through the proxy still scrapes.
     expect(await scrape(trusting, via("127.0.0.1"))).toBe(200);
     // A forwarded address is text a client wrote: one that only looks like loopback is not.
     expect(await scrape(trusting, via("127.evil"))).toBe(403);
+  });
+
+  it("refuses a request from the trusted proxy's address that forwards no client: it may carry anyone", async () => {
+    // A proxy on loopback that sets no X-Forwarded-For sends exactly this for every outside client.
+    for (const headers of [{}, via(""), via(" , ")]) {
+      const res = await fetch(`${origin(trusting)}/metrics`, { headers });
+      expect(res.status, JSON.stringify(headers)).toBe(403);
+      expect(await res.json()).toEqual({
+        result: 0,
+        id: 0,
+        error: expect.stringMatching(/^metrics are served to loopback clients only, and this request came from a trusted proxy's address \(--trust-proxy\) without X-Forwarded-For/),
+      });
+    }
+  });
+
+  it("with a metrics token, serves whoever carries it, a request without X-Forwarded-For too", async () => {
+    expect(await scrape(tokened, { authorization: `Bearer ${METRICS_TOKEN}` })).toBe(200);
+    expect(await scrape(tokened)).toBe(401);
   });
 
   it("without a trusted proxy, answers loopback whatever it forwards (as before the option)", async () => {
@@ -119,6 +140,41 @@ describe("blocks awaiting activation behind a proxy", () => {
   });
 });
 
+describe("blocks awaiting activation through a proxy that forwards no client", () => {
+  it("are listed and streamed to nobody by address: neither end's address is known", async () => {
+    const user = await trusting.addUser("unforwarded");
+    const stream = await openStream(streamAddress(origin(trusting), { userToken: user }));
+    try {
+      const node = freshNode("NOXFF");
+      // Block and user both reach the server from the proxy's address, neither with X-Forwarded-For.
+      expect((await fetch(`${trusting.baseUrl}/block/${node}/activate`)).status).toBe(204);
+      const listed = await http<{ data: { nodeid: string }[] }>(`${trusting.baseUrl}/block/awaiting?user_access_token=${user}`);
+      expect(listed.body.data.map((a) => a.nodeid)).not.toContain(node);
+      // A later block with a known address reaches a socket with that address; this one got neither.
+      const marker = freshNode("NOXFFMARK");
+      const known = await openStream(streamAddress(origin(trusting), { userToken: user }), via("192.0.2.77"));
+      try {
+        expect((await fetch(`${trusting.baseUrl}/block/${marker}/activate`, { headers: via("192.0.2.77") })).status).toBe(204);
+        await known.next((f) => f.type === "block" && f.nodeId === marker, "the forwarded block awaiting");
+        expect(known.frames.filter((f) => f.type === "block" && f.nodeId === node)).toEqual([]);
+        expect(stream.frames.filter((f) => f.type === "block")).toEqual([]);
+      } finally {
+        await known.close();
+      }
+    } finally {
+      await stream.close();
+    }
+  });
+
+  it("are still listed to the owner asking again, whatever the address", async () => {
+    const node = freshNode("NOXFFOWN");
+    await trusting.activate(node);
+    expect((await fetch(`${trusting.baseUrl}/block/${node}/activate`)).status).toBe(204);
+    const listed = await http<{ data: { nodeid: string }[] }>(`${trusting.baseUrl}/block/awaiting?user_access_token=${trusting.token}`);
+    expect(listed.body.data.map((a) => a.nodeid)).toContain(node);
+  });
+});
+
 describe("cookies behind a TLS proxy", () => {
   const preSession = async (t: TestServer): Promise<string> => {
     const page = await fetch(`${origin(t)}/auth/login`, { headers: { "x-forwarded-proto": "https" } });
@@ -148,6 +204,11 @@ describe("the trusted proxies option", () => {
   it("is checked when the server is made, naming the option", () => {
     expect(() => new BlockkitServer({ trustProxy: ["*"] })).toThrow(/^trustProxy: "\*" is refused: trusting every hop/);
     expect(() => new BlockkitServer({ trustProxy: ["127.0.0.1", "proxy.lan"] })).toThrow(/^trustProxy: "proxy\.lan" is not a proxy's address/);
+  });
+
+  it("tells when it trusts an address of the machine itself", () => {
+    for (const l of [["127.0.0.1"], ["::1"], ["10.0.0.0/8", "127.0.0.0/8"], ["127.5.0.0/16"], ["0.0.0.0/1"], ["::ffff:127.0.0.1"]]) expect(trustsLoopback(l), l.join()).toBe(true);
+    for (const l of [[], ["10.0.0.0/8"], ["::2"], ["128.0.0.0/1"], ["fd00::/8"]]) expect(trustsLoopback(l), l.join()).toBe(false);
   });
 
   it("counts only real loopback addresses as the machine itself", () => {

@@ -12,8 +12,8 @@ import { ServiceError } from "../../errors.js";
 /** One open socket as the hub sees it. */
 export interface StreamSink {
   readonly userId: number;
-  /** The client's address (unclaimed blocks awaiting activation from it are shown to it). */
-  readonly address: string;
+  /** The client's address (unclaimed blocks awaiting activation from it are shown to it); null: unknown, shown none. */
+  readonly address: string | null;
   /** Frames with their JSON text, in order; the sink filters and sends. */
   deliver(frames: readonly StreamEvent[], texts: readonly string[]): void;
   /** Called every ping interval: ping, or close a socket that did not answer the last ping. */
@@ -155,7 +155,7 @@ export class StreamHub {
     const frame: StreamEvent = { type: "block", nodeId: m.nodeId, change: "awaiting" };
     const text = JSON.stringify(frame);
     for (const u of this.users.values()) {
-      for (const s of u.sinks) if (s.address === m.address) s.deliver([frame], [text]);
+      for (const s of u.sinks) if (s.address !== null && s.address === m.address) s.deliver([frame], [text]);
     }
   }
 }
