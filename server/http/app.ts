@@ -1,4 +1,5 @@
 /** Builds the two fastify instances: the API (REST under /rest/v0, auth pages at the root) and the stream listener. */
+import AjvCompiler, { type Options as AjvOptions } from "@fastify/ajv-compiler";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerFactory, LogController } from "fastify";
 import type { Logger } from "pino";
 import { fail } from "../../protocol/envelope.js";
@@ -51,6 +52,27 @@ function serverFactory(s: Services, requestTimeoutMs: (o: LimitOptions) => numbe
     });
 }
 
+/** The options fastify passes to its validator factory (its `ajv` option). */
+type ValidatorOptions = Parameters<ReturnType<typeof AjvCompiler>>[1];
+
+/**
+ * fastify's validators (@fastify/ajv-compiler), two of them: query strings and path parameters are
+ * text and are coerced to the schema's types (`from=0` is a number); a JSON body is not. Coercion
+ * there would take `{"DA": null}` as an empty command, `{"G": true}` as port "true", `{"shortName":
+ * ["a"]}` as "a", where the spec gives each field one type: a wrong one is a 400 naming the field.
+ */
+function validatorsByPart(): ReturnType<typeof AjvCompiler> {
+  const pool = AjvCompiler();
+  return (externalSchemas, options: ValidatorOptions) => {
+    const coercing = pool(externalSchemas, options);
+    const customOptions: AjvOptions = { ...(options?.customOptions as AjvOptions | undefined), coerceTypes: false };
+    const strict = pool(externalSchemas, { plugins: options?.plugins, onCreate: options?.onCreate, customOptions });
+    // fastify calls the compiler with the route's schema and the part it is for (ajv-compiler's own
+    // compiler ignores the part); its type in ajv-compiler's declarations is ajv's compile.
+    return ((route: { httpPart?: string }) => (route.httpPart === "body" ? strict : coercing)(route as never)) as typeof coercing;
+  };
+}
+
 function baseFastify(s: Services, log: Logger, bodyLimit: number, factory: FastifyServerFactory): FastifyInstance {
   const proxies = s.settings.trustProxy;
   const app = Fastify({
@@ -69,6 +91,7 @@ function baseFastify(s: Services, log: Logger, bodyLimit: number, factory: Fasti
     clientErrorHandler: clientErrorHandler(s.limits),
     forceCloseConnections: "idle",
     ajv: { customOptions: { coerceTypes: "array", removeAdditional: false, allErrors: false, keywords: SCHEMA_KEYWORDS } },
+    schemaController: { compilersFactory: { buildValidator: validatorsByPart() } },
     // Errors raised before routing (a path segment over maxParamLength, bad percent-encoding):
     // fastify answers them with its own JSON shape unless they pass through here.
     frameworkErrors: (err, _request, reply) => {
