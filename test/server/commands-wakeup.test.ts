@@ -36,15 +36,23 @@ describe.each(STORES)("a command queued while a held poll reads its queue ($name
     let release: () => void = () => undefined;
     const gate = new Promise<void>((r) => (release = r));
     let reads = 0;
-    // The first read takes its snapshot at once (an empty queue) and answers only when released.
+    let readEmpty: () => void = () => undefined;
+    const firstRead = new Promise<void>((r) => (readEmpty = r));
+    // The first read has its answer (an empty queue) before the command is queued, and hands it
+    // back only when released. On PostgreSQL the query goes through a pool, so the command must not
+    // be queued before that answer exists, or the first read may already see it.
     store.commands.pending = async (nodeId, now) => {
-      reads++;
+      const n = ++reads;
       const rows = await real(nodeId, now);
-      if (reads === 1) await gate;
+      if (n === 1) {
+        readEmpty();
+        await gate;
+      }
       return rows;
     };
     const answered = hub.poll(NODE, () => undefined);
     expect(hub.heldPolls).toBe(1);
+    await firstRead;
     // Another instance queues a command and announces it while the first read is in flight.
     const now = Date.now();
     await store.commands.add({ node_id: NODE, guid: `${NODE}_0_0_1002`, g: "0", v: 0, d: 1002, da: "1", created: now, expires: now + 60_000 });
