@@ -19,7 +19,7 @@ export function positiveNumber(value: string): number {
 
 export function positiveInt(value: string): number {
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n <= 0) throw new InvalidArgumentError(`"${value}" is not a positive whole number`);
+  if (!/^\d+$/.test(value) || n <= 0 || !Number.isSafeInteger(n)) throw new InvalidArgumentError(`"${value}" is not a positive whole number`);
   return n;
 }
 

@@ -27,6 +27,7 @@ interface ServerFlags {
   partitionInterval?: PartitionInterval;
   idempotencyRetention?: number;
   lease: number;
+  maxConnectionsPerAddress?: number;
   maxConnectionsPerUser?: number;
   maxConnectionsPerBlock?: number;
   metricsReserve?: number;
@@ -72,6 +73,11 @@ export function registerServer(program: Command): void {
       "--outbound-deny <networks>",
       "networks they must not reach, besides link-local and the server's own ports; repeatable (env BLOCKKIT_OUTBOUND_DENY)",
       networks,
+    )
+    .option(
+      "--max-connections-per-address <n>",
+      "open connections from one address, both ports; past it a new connection is reset at once. Behind a proxy on another machine every client shares its address: raise this (default: BLOCKKIT_MAX_CONNECTIONS_PER_ADDRESS, else 256; loopback is never capped)",
+      positiveInt,
     )
     .option(
       "--max-connections-per-user <n>",
@@ -161,13 +167,15 @@ export function registerServer(program: Command): void {
     });
 }
 
-/** The connection shares of --max-connections-per-user, --max-connections-per-block, --metrics-reserve or their variables. */
+/** The connection caps of --max-connections-per-address, -per-user, -per-block, --metrics-reserve or their variables. */
 function connectionShares(flags: ServerFlags): Partial<LimitOptions> {
   const pick = (flag: number | undefined, name: string, parse: (v: string) => number): number | undefined => flag ?? fromEnv(name, parse);
   const out: Partial<LimitOptions> = {};
+  const address = pick(flags.maxConnectionsPerAddress, "BLOCKKIT_MAX_CONNECTIONS_PER_ADDRESS", positiveInt);
   const user = pick(flags.maxConnectionsPerUser, "BLOCKKIT_MAX_CONNECTIONS_PER_USER", positiveInt);
   const block = pick(flags.maxConnectionsPerBlock, "BLOCKKIT_MAX_CONNECTIONS_PER_BLOCK", positiveInt);
   const reserve = pick(flags.metricsReserve, "BLOCKKIT_METRICS_RESERVE", wholeNumber);
+  if (address !== undefined) out.maxConnectionsPerAddress = address;
   if (user !== undefined) out.maxConnectionsPerUser = user;
   if (block !== undefined) out.maxConnectionsPerBlock = block;
   if (reserve !== undefined) out.metricsReserve = reserve;
