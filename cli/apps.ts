@@ -1,6 +1,7 @@
-/** `blockkit apps add`: register an OAuth application for a user (scripts and tests). */
+/** `blockkit apps add`: register an OAuth application for a user (scripts and tests); never migrates the store (store-open.ts). */
 import type { Command } from "commander";
 import { dbUrl, storeLocation, userName } from "./options.js";
+import { openCommandStore } from "./store-open.js";
 
 interface AppsAddFlags {
   user: string;
@@ -22,17 +23,12 @@ export function registerApps(program: Command): void {
     .option("--db <url>", "store URL: sqlite:DIR, a directory or postgres://… (default: BLOCKKIT_DB, else --data)", dbUrl)
     .action(async (flags: AppsAddFlags) => {
       // Loaded on use, so that `blockkit gateway` on a Pi does not carry the server's modules.
-      const { openStore } = await import("../server/store/index.js");
       const { AuthService } = await import("../server/services/auth.js");
       const { OAuthService } = await import("../server/services/accounts/oauth.js");
-      const { DataDirError } = await import("../server/store/sqlite/files.js");
       // A typo in --data must not make a new database (which would then have no such user anyway).
-      const store = await openStore(storeLocation(flags).url, {
-        ingestThread: false,
-        create: false,
-        warn: (message) => process.stderr.write(`blockkit: ${message}\n`),
-      }).catch((err: unknown) => {
-        if (err instanceof DataDirError) throw new Error(err.message.replace(/, or pass --create to start a new database there\)$/, ": an application needs an existing user)"));
+      const store = await openCommandStore(storeLocation(flags).url, false).catch((err: unknown) => {
+        const missing = err instanceof Error && (err.name === "DataDirError" || err.name === "SchemaError");
+        if (missing) throw new Error(err.message.replace(/, or pass --create to start a new database there\)$/, ": an application needs an existing user)"));
         throw err;
       });
       try {

@@ -99,7 +99,7 @@ export async function runCli(argv: string[], io: CliIO = processIO, program: Com
     const inline = argv.find((a) => a.startsWith("--token="))?.slice("--token=".length);
     const token = tokenAt >= 0 ? argv[tokenAt + 1] : (inline ?? io.env.BLOCKKIT_TOKEN);
     const command = running.get(program);
-    const hint = err instanceof CliError && err.exitCode === 2 && command ? ` (see '${command} --help')` : "";
+    const hint = err instanceof CliError && err.showHelp && command ? ` (see '${command} --help')` : "";
     io.stderr(`${err instanceof CliError && command ? command : "blockkit"}: ${describe(err, token)}${hint}\n`);
     return err instanceof CliError ? err.exitCode : 1;
   }

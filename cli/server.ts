@@ -6,6 +6,7 @@ import { CliError } from "./errors.js";
 import type { PartitionInterval } from "../server/store/postgres/partition-ranges.js";
 import { dbUrl, duration, keyRetention, logLevel, networks, partitionInterval, port, positiveInt, positiveNumber, proxies, storeLocation, url, wholeNumber } from "./options.js";
 import { stopOnSignals } from "./signals.js";
+import { schemaRefusal } from "./store-open.js";
 import { parseStoreUrl } from "../server/store/url.js";
 import type { LimitOptions } from "../server/services/limit-options.js";
 
@@ -150,7 +151,8 @@ export function registerServer(program: Command): void {
       } catch (err) {
         // SIGINT/SIGTERM during start: the signal handler's stop() ends the process once it is done.
         if (err instanceof StartCancelled) return;
-        throw err;
+        // A store written by a newer blockkit: refused (exit 2), never run on.
+        throw schemaRefusal(err);
       }
       const out = [
         "blockkit server ready",

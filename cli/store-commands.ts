@@ -2,10 +2,13 @@
  * `blockkit migrate`: bring a store's schema up to date (PostgreSQL before the instances start).
  * `blockkit export` / `blockkit import`: move an embedded SQLite store into PostgreSQL
  * (server/store/dump.ts): `blockkit export --data DIR > dump`, `blockkit import --db URL < dump`.
+ * `export` never migrates: a store whose schema is not this build's is refused (store-open.ts), and
+ * `migrate` refuses one that a newer blockkit wrote (server/store/schema.ts).
  */
 import type { Command } from "commander";
 import type { PartitionInterval } from "../server/store/postgres/partition-ranges.js";
 import { dbUrl, partitionInterval, storeLocation } from "./options.js";
+import { schemaRefusal } from "./store-open.js";
 
 export function registerStoreCommands(program: Command): void {
   program
@@ -24,11 +27,13 @@ export function registerStoreCommands(program: Command): void {
       const where = parseStoreUrl(url);
       if (where.kind === "postgres") {
         const { createPool, splitSchema } = await import("../server/store/postgres/db.js");
-        const { migratePostgres } = await import("../server/store/postgres/index.js");
+        const { migratePostgres, shownUrl } = await import("../server/store/postgres/index.js");
         const { ReadingPartitions } = await import("../server/store/postgres/partitions.js");
         const pool = createPool({ url: where.url, max: 2 });
         try {
-          const ran = await migratePostgres(pool, splitSchema(where.url).schema);
+          const ran = await migratePostgres(pool, splitSchema(where.url).schema, { where: `at ${shownUrl(where.url)}` }).catch((err: unknown) => {
+            throw schemaRefusal(err);
+          });
           const partitions = new ReadingPartitions(pool, { interval: flags.partitionInterval, change: true });
           await partitions.prepare();
           process.stdout.write(`${ran.length > 0 ? `applied ${ran.join(", ")}` : "up to date"}\nreadings partitioned by ${partitions.interval}\n`);
@@ -39,7 +44,12 @@ export function registerStoreCommands(program: Command): void {
       }
       const { openSqliteStore } = await import("../server/store/sqlite/index.js");
       // Opening the embedded store applies its migrations.
-      const store = openSqliteStore({ dataDir: where.dir, ingestThread: false });
+      let store: ReturnType<typeof openSqliteStore>;
+      try {
+        store = openSqliteStore({ dataDir: where.dir, ingestThread: false });
+      } catch (err) {
+        throw schemaRefusal(err);
+      }
       await store.close();
       process.stdout.write("up to date\n");
     });
@@ -55,7 +65,12 @@ export function registerStoreCommands(program: Command): void {
       if (where.kind !== "sqlite") throw new Error("export reads an embedded SQLite store: give --data DIR or --db sqlite:DIR");
       const { openSqliteStore } = await import("../server/store/sqlite/index.js");
       const { exportSqlite } = await import("../server/store/dump.js");
-      const store = openSqliteStore({ dataDir: where.dir, ingestThread: false, create: false });
+      let store: ReturnType<typeof openSqliteStore>;
+      try {
+        store = openSqliteStore({ dataDir: where.dir, ingestThread: false, create: false, schema: "current" });
+      } catch (err) {
+        throw schemaRefusal(err);
+      }
       try {
         let pending = "";
         const counts = exportSqlite(store.db, (line) => {

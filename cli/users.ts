@@ -2,10 +2,12 @@
  * `blockkit users add|passwd|token NAME`: manage accounts on the store directly (the server may be
  * running or not). They refuse a directory without a blockkit database unless `--create` is given
  * (`users add` only), so a typo in `--data` does not make a new database whose token the running
- * server rejects. Passwords need at least 8 characters.
+ * server rejects. Passwords need at least 8 characters. They never migrate the store: one whose
+ * schema is not this build's is refused (store-open.ts).
  */
 import type { Command } from "commander";
 import { dbUrl, storeLocation, userName } from "./options.js";
+import { openCommandStore } from "./store-open.js";
 
 interface StoreFlags {
   data: string;
@@ -19,13 +21,8 @@ const storeOptions = (c: Command): Command =>
     .option("--db <url>", "store URL: sqlite:DIR, a directory or postgres://… (default: BLOCKKIT_DB, else --data)", dbUrl);
 
 async function withAccounts<T>(flags: StoreFlags, run: (a: { store: import("../server/store/types.js").Store; auth: import("../server/services/auth.js").AuthService }) => Promise<T>): Promise<T> {
-  const { openStore } = await import("../server/store/index.js");
   const { AuthService } = await import("../server/services/auth.js");
-  const store = await openStore(storeLocation(flags).url, {
-    ingestThread: false,
-    create: flags.create === true,
-    warn: (message) => process.stderr.write(`blockkit: ${message}\n`),
-  });
+  const store = await openCommandStore(storeLocation(flags).url, flags.create === true);
   try {
     return await run({ store, auth: new AuthService(store) });
   } finally {

@@ -8,7 +8,7 @@
 import type { Database } from "better-sqlite3";
 import type pg from "pg";
 import { createPool, splitSchema } from "./postgres/db.js";
-import { migratePostgres } from "./postgres/index.js";
+import { migratePostgres, shownUrl } from "./postgres/index.js";
 import { coverTimestamps, listPartitions } from "./postgres/partitions.js";
 
 export const DUMP_HEADER = { blockkit_dump: 1 };
@@ -91,7 +91,7 @@ export async function importIntoPostgres(url: string, lines: AsyncIterable<strin
   const pool = createPool({ url, max: 2 });
   const counts: Record<string, number> = {};
   try {
-    await migratePostgres(pool, splitSchema(url).schema);
+    await migratePostgres(pool, splitSchema(url).schema, { where: `at ${shownUrl(url)}` });
     const c = await pool.connect();
     try {
       await c.query("BEGIN");

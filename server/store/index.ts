@@ -27,6 +27,11 @@ export interface OpenStoreOptions {
   onError?: (err: Error) => void;
   /** Create the store when missing (default true); account commands pass false unless asked. */
   create?: boolean;
+  /**
+   * "migrate" (default, the server): apply pending migrations. "current" (the one-shot commands):
+   * change no schema, and refuse one that is behind or ahead of this build (schema.ts).
+   */
+  schema?: "migrate" | "current";
   /** Warnings while opening (file modes tightened). */
   warn?: (message: string) => void;
 }
@@ -36,9 +41,13 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
   const where = parseStoreUrl(url);
   if (where.kind === "postgres") {
     const { openPostgresStore } = await import("./postgres/index.js");
-    return openPostgresStore({ url: where.url, retentionMs: options.retentionMs, partitionInterval: options.partitionInterval, poolSize: options.poolSize });
+    return openPostgresStore({ url: where.url, retentionMs: options.retentionMs, partitionInterval: options.partitionInterval,
+      poolSize: options.poolSize,
+      schema: options.schema,
+      create: options.create,
+    });
   }
-  const store = openSqliteStore({ dataDir: where.dir, ingestThread: options.ingestThread, onError: options.onError, create: options.create, warn: options.warn });
+  const store = openSqliteStore({ dataDir: where.dir, ingestThread: options.ingestThread, onError: options.onError, create: options.create, warn: options.warn, schema: options.schema });
   if (store.ingestThread) {
     try {
       await store.ingestThread.started;

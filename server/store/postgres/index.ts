@@ -17,6 +17,7 @@ import { outboxRepo, ruleEvalsRepo, ruleJobsRepo } from "./leases.js";
 import { PG_MIGRATIONS, type PgMigration } from "./migrations.js";
 import type { PartitionInterval } from "./partition-ranges.js";
 import { ReadingPartitions } from "./partitions.js";
+import { SchemaError, newerSchema, requireCurrent, schemaState } from "../schema.js";
 
 export interface PostgresStoreOptions {
   /** postgres://… (a `schema` query parameter selects a schema, created when missing). */
@@ -27,12 +28,30 @@ export interface PostgresStoreOptions {
   retentionMs?: number | null;
   /** The readings partitions' interval asked for; a database made with another one refuses it. Default: the database's. */
   partitionInterval?: PartitionInterval;
+  /**
+   * "migrate" (default, the server): apply the pending migrations and keep the readings partitions.
+   * "current" (the one-shot commands): change nothing (no migration, no partition), and refuse a
+   * schema that is not this build's (../schema.ts); with `create`, a database without any blockkit
+   * schema is made whole first.
+   */
+  schema?: "migrate" | "current";
+  /** With schema "current": make the schema when the database (or `schema` parameter's schema) has none. */
+  create?: boolean;
 }
 
 export type PostgresStore = Store & { pool: pg.Pool; partitions: ReadingPartitions; eventsStats: PgEvents["stats"] };
 
-/** Applies the migrations not yet applied; returns their names. Serialised across instances. */
-export async function migratePostgres(pool: pg.Pool, schema: string | null, migrations: PgMigration[] = PG_MIGRATIONS): Promise<string[]> {
+/**
+ * Applies the migrations not yet applied; returns their names. Serialised across instances. Refuses
+ * (SchemaError) a database with migrations this build does not know; `where` names the store then.
+ */
+export async function migratePostgres(
+  pool: pg.Pool,
+  schema: string | null,
+  o: { migrations?: PgMigration[]; where?: string } = {},
+): Promise<string[]> {
+  const migrations = o.migrations ?? PG_MIGRATIONS;
+  const where = o.where ?? "on PostgreSQL";
   const c = await pool.connect();
   try {
     await c.query("BEGIN");
@@ -43,6 +62,8 @@ export async function migratePostgres(pool: pg.Pool, schema: string | null, migr
     }
     await c.query("CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied bigint NOT NULL)");
     const applied = new Set((await c.query<{ name: string }>("SELECT name FROM schema_migrations")).rows.map((r) => r.name));
+    const state = schemaState(applied, migrations.map((m) => m.name));
+    if (state.unknown.length > 0) throw newerSchema(where, state);
     const ran: string[] = [];
     for (const m of migrations) {
       if (applied.has(m.name)) continue;
@@ -60,18 +81,43 @@ export async function migratePostgres(pool: pg.Pool, schema: string | null, migr
   }
 }
 
+/** A store URL as messages show it: host, database and schema, never the password. */
+export function shownUrl(url: string): string {
+  const u = new URL(url);
+  const { schema } = splitSchema(url);
+  return `${u.protocol}//${u.host}${u.pathname}${schema ? ` (schema ${schema})` : ""}`;
+}
+
+/** The one-shot commands' open: the schema checked, never changed; with `create`, made when there is none. */
+async function requireCurrentPg(pool: pg.Pool, options: PostgresStoreOptions, shown: string): Promise<void> {
+  const table = await pool.query<{ t: string | null }>("SELECT to_regclass('schema_migrations')::text AS t");
+  if (table.rows[0]?.t == null) {
+    if (options.create === true) {
+      await migratePostgres(pool, splitSchema(options.url).schema, { where: `at ${shown}` });
+      return;
+    }
+    throw new SchemaError("missing", `no blockkit database at ${shown}: it has no schema_migrations table (check --db, or pass --create to start a new database there)`);
+  }
+  const names = (await pool.query<{ name: string }>("SELECT name FROM schema_migrations")).rows.map((r) => r.name);
+  const u = new URL(options.url);
+  if (u.password !== "") u.password = "***";
+  requireCurrent(`at ${shown}`, schemaState(names, PG_MIGRATIONS.map((m) => m.name)), `blockkit migrate --db ${u.toString()}`);
+}
+
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<PostgresStore> {
   const { schema } = splitSchema(options.url);
   const pool = createPool({ url: options.url, max: options.poolSize });
   const partitions = new ReadingPartitions(pool, { retentionMs: options.retentionMs ?? null, interval: options.partitionInterval });
+  const shown = shownUrl(options.url);
   try {
-    await migratePostgres(pool, schema);
-    await partitions.start();
+    if (options.schema === "current") await requireCurrentPg(pool, options, shown);
+    else {
+      await migratePostgres(pool, schema, { where: `at ${shown}` });
+      await partitions.start();
+    }
   } catch (err) {
     partitions.stop();
     await pool.end().catch(() => undefined);
-    const where = new URL(options.url);
-    const shown = `${where.protocol}//${where.host}${where.pathname}`;
     if (isConnectionError(err)) throw unavailable(`cannot reach the PostgreSQL store at ${shown}: ${(err as Error).message}`, err);
     throw err;
   }

@@ -20,6 +20,7 @@ import { type DataDirLock, lockDataDir } from "./dir-lock.js";
 import { outboxRepo } from "./outbox.js";
 import { ruleEvalsRepo, ruleJobsRepo } from "./rule-evals.js";
 import { MainWriter, throughWriter } from "./writer.js";
+import { SchemaError, newerSchema, requireCurrent, schemaState } from "../schema.js";
 
 /**
  * The repositories' methods that only read (or, events.commit, write on the ingest thread; and
@@ -61,11 +62,26 @@ export interface SqliteStoreOptions {
   ingestThread?: boolean;
   /** Where the store reports a failure of its ingest thread. Default: stderr. */
   onError?: (err: Error) => void;
+  /**
+   * "migrate" (default, the server): apply the pending migrations. "current" (the one-shot
+   * commands): change nothing, and refuse a schema that is not this build's (schema.ts); a database
+   * this open has just created (`create`) is made whole.
+   */
+  schema?: "migrate" | "current";
 }
 
-export function migrate(db: Database.Database, migrations: Migration[] = MIGRATIONS): string[] {
+/** The migrations a database records; null when it has no schema_migrations table. */
+function recorded(db: Database.Database): string[] | null {
+  if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get()) return null;
+  return db.prepare("SELECT name FROM schema_migrations").pluck().all() as string[];
+}
+
+/** Applies the pending migrations; refuses (SchemaError) a database with migrations this build does not know. */
+export function migrate(db: Database.Database, migrations: Migration[] = MIGRATIONS, where = "(in memory)"): string[] {
+  const state = schemaState(recorded(db) ?? [], migrations.map((m) => m.name));
+  if (state.unknown.length > 0) throw newerSchema(where, state);
   db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied INTEGER NOT NULL)");
-  const applied = new Set(db.prepare("SELECT name FROM schema_migrations").pluck().all() as string[]);
+  const applied = new Set(state.applied);
   const ran: string[] = [];
   for (const m of migrations) {
     if (applied.has(m.name)) continue;
@@ -76,6 +92,26 @@ export function migrate(db: Database.Database, migrations: Migration[] = MIGRATI
     ran.push(m.name);
   }
   return ran;
+}
+
+/** Migrates (the server) or checks (the one-shot commands) the schema of a database just opened. */
+function settleSchema(db: Database.Database, file: string, options: SqliteStoreOptions): void {
+  const where = `at ${file}`;
+  if (options.schema !== "current") {
+    migrate(db, MIGRATIONS, where);
+    return;
+  }
+  const names = recorded(db);
+  if (names === null) {
+    const tables = db.prepare("SELECT count(*) FROM sqlite_master").pluck().get() as number;
+    // A database made by this open (prepareDataDir, `users add --create`): nothing runs on it yet.
+    if (tables === 0 && options.create === true) {
+      migrate(db, MIGRATIONS, where);
+      return;
+    }
+    throw new SchemaError("missing", `${file} is a SQLite database but not a blockkit one (it has no schema_migrations table): check --data/--db`);
+  }
+  requireCurrent(where, schemaState(names, MIGRATIONS.map((m) => m.name)), `blockkit migrate --data ${options.dataDir}`);
 }
 
 export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Database.Database; ingestThread: IngestThread | null; writer: MainWriter | null } {
@@ -100,11 +136,11 @@ export function openSqliteStore(options: SqliteStoreOptions): Store & { db: Data
     // ingest thread's WAL on the event loop.
     db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     registerFunctions(db);
-    migrate(db);
+    settleSchema(db, file, options);
   } catch (err) {
     if (db.open) db.close();
     lock?.release();
-    throw openError(file, err);
+    throw err instanceof SchemaError ? err : openError(file, err);
   }
   const cache = new StoreCache();
   const wal = file !== ":memory:" && journal === "wal";
