@@ -52,6 +52,7 @@ export function blockRoutes(app: FastifyInstance, s: Services): void {
             "receives the new token. A new token revokes the block's previous one.",
           ok: { 200: { description: "Claimed; the token goes to the waiting block." } },
           errors: {
+            403: "The node id is an account's service node (`SVC` and a user id, home of its Webhooks, SMS, File Host and Email devices): it is no block.",
             404: "No block with this node id is awaiting activation (none asked in the last 60 s).",
             409: "The block belongs to another user.",
           },
@@ -163,6 +164,7 @@ export function blockRoutes(app: FastifyInstance, s: Services): void {
           },
           errors: {
             401: "Direct flow: the credential in the query is unknown.",
+            403: "The node id is an account's service node (`SVC` and a user id): no block is activated as one.",
             409: "The block belongs to another user.",
             429: "Too many waiting activations from one address (64) or in all (10,000): Retry-After is the hold's length (30 s by default). Or (direct flow) too many requests with the credential.",
           },

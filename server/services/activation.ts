@@ -10,6 +10,7 @@ import { ServiceError, conflict, notFound } from "../errors.js";
 import type { Store } from "../store/types.js";
 import type { AuthService } from "./auth.js";
 import type { Limits } from "./limits.js";
+import { refuseServiceNode } from "./service-devices.js";
 import type { StreamPublisher } from "./stream/publisher.js";
 
 /** Most blocks awaiting activation listed to one user. */
@@ -77,6 +78,7 @@ export class Activation {
    * (a trusted proxy's request without X-Forwarded-For: server/http/client-address.ts).
    */
   async wait(nodeId: string, onAbort: (cancel: () => void) => void, address = "", connection?: object, client: string | null = address): Promise<string | null> {
+    refuseServiceNode(nodeId);
     const o = this.limits.options;
     // Every held request ends within holdMs (answered null, and asked again): a place is free by then.
     const retryAfterS = Math.max(1, Math.ceil(this.options.holdMs / 1000));
@@ -146,6 +148,7 @@ export class Activation {
 
   /** A user claims a block that is awaiting activation (POST /block). */
   async claim(nodeId: string, userId: number): Promise<void> {
+    refuseServiceNode(nodeId);
     const block = await this.store.blocks.get(nodeId);
     if (block && block.user_id !== userId) throw conflict(`block ${nodeId} is claimed by another account`);
     const awaiting = this.isAwaiting(nodeId) || (this.options.shared && ((await this.store.blocks.awaitingUntil(nodeId)) ?? 0) >= this.clock());
@@ -158,6 +161,7 @@ export class Activation {
 
   /** The direct flow: claim for the user and hand the token over at once. */
   async direct(nodeId: string, userId: number): Promise<string> {
+    refuseServiceNode(nodeId);
     const block = await this.store.blocks.get(nodeId);
     if (block && block.user_id !== userId) throw conflict(`block ${nodeId} is claimed by another account`);
     const { token, row } = this.auth.mint(userId, "block", { nodeId });

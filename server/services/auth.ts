@@ -11,6 +11,7 @@ import type { Bus } from "../bus/types.js";
 import { badRequest, forbidden, unauthorized } from "../errors.js";
 import type { Store, TokenKind, TokenMatch, TokenRow, UserRow } from "../store/types.js";
 import { hashPassword, hashToken, newToken } from "./secrets.js";
+import { refuseServiceNode } from "./service-devices.js";
 
 /** Bus channel of revoked token hashes (space-separated; "*" clears every cache). */
 export const TOKENS_CHANNEL = "auth:revoked";
@@ -162,6 +163,7 @@ export class AuthService {
     const hash = hashToken(token);
     const row = await this.find(hash);
     if (!row || (row.kind !== "block" && row.kind !== "vblock")) throw unauthorized("unknown or revoked block token");
+    refuseServiceNode(pathNodeId);
     if (row.kind === "block") {
       if (row.node_id !== pathNodeId) throw forbidden(`this block token belongs to another node than ${pathNodeId}`);
       return { userId: row.user_id, nodeId: pathNodeId, virtual: false, tokenHash: hash };
@@ -182,7 +184,8 @@ export class AuthService {
   cachedBlock(token: string, pathNodeId: string): BlockPrincipal | undefined {
     const hash = hashToken(token);
     const row = this.cache.get(hash);
-    if (!row || row.kind !== "block" || row.node_id !== pathNodeId) return undefined;
+    // A service node's path goes through block(), which refuses it (a token made before that rule).
+    if (!row || row.kind !== "block" || row.node_id !== pathNodeId || pathNodeId.startsWith("SVC")) return undefined;
     return { userId: row.user_id, nodeId: pathNodeId, virtual: false, tokenHash: hash };
   }
 

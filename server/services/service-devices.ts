@@ -3,6 +3,7 @@
  * (Webhooks D 108, SMS D 103, File Host D 104, Email D 106). The service node is a block row owned
  * by the user, named after the user id, that no hardware can activate (it has no block token).
  */
+import { forbidden } from "../errors.js";
 import { D } from "../../protocol/device-types.js";
 import { makeGuid } from "../../protocol/guid.js";
 import type { DeviceRow, IngestEvent, Store } from "../store/types.js";
@@ -18,6 +19,17 @@ export function serviceNodeId(userId: number): string {
 
 export function isServiceNode(nodeId: string): boolean {
   return /^SVC\d{9,}$/.test(nodeId);
+}
+
+/**
+ * Refuses a service node id where a block's goes (activation, claim, a block token's path): no flow
+ * makes one a block, not for its owner, nor for another account before the owner has made it (it
+ * would then hold that account's Webhooks device and could send its events).
+ */
+export function refuseServiceNode(nodeId: string): void {
+  if (isServiceNode(nodeId)) {
+    throw forbidden(`node ${nodeId} is an account's service node (SVC and a user id): it is no block, and no block token acts for it`);
+  }
 }
 
 /** The service device's GUID for a user (port "0", vendor 0). */

@@ -21,7 +21,7 @@ const COMMON = {
   user403: "Signed in by the session cookie without the page's X-CSRF-Token header.",
   blockNode: "The node id in the path is not 12 or more letters and digits.",
   blockAuth: "No block token (X-Service-Token or X-Ninja-Token), or one the server does not know.",
-  block403: "The block token belongs to another node than the one in the path.",
+  block403: "The block token belongs to another node than the one in the path, or the path names an account's service node (`SVC` and a user id), which no block token acts for.",
   429:
     "Too many requests with this credential (1000/s sustained, bursts of 2000 by default), or past the credential's share of " +
     "connections (256 per user, 32 per block; that connection is then closed, with Retry-After 5). Retry after Retry-After.",
