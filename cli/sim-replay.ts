@@ -75,7 +75,7 @@ export function registerReplay(sim: Command): void {
       if (flags.report) writeFileSync(flags.report, `${JSON.stringify(result, null, 2)}\n`);
       const l = result.ingest_ms;
       process.stderr.write(
-        `replayed${result.interrupted ? ` (interrupted after ${result.played} of ${result.frames} frames)` : ""}: ` +
+        `replayed${!result.interrupted ? "" : result.played < result.frames ? ` (interrupted after ${result.played} of ${result.frames} frames)` : " (interrupted while waiting for the readings sent)"}: ` +
           `${result.acked}/${result.sent} readings acknowledged, ${result.errors} errors, ingest p50 ${ms(l.p50)} p99 ${ms(l.p99)} ms\n`,
       );
       process.exit(result.interrupted ? 130 : result.acked === result.sent && result.errors === 0 ? 0 : 1);

@@ -45,19 +45,64 @@ export interface ReplayResult {
   errors_by_kind: Record<string, number>;
   commands_received: number;
   ingest_ms: LatencySummary;
-  /** Whether the playback was ended early (the signal), with `frames` not all played. */
+  /** Whether the playback was ended early (the signal): `frames` not all played, or their drain cut short. */
   interrupted: boolean;
   played: number;
 }
 
-/** Times each reading from the moment it entered the outbox (an --instant reading's own time is spread, see below). */
-class SubmitTimedOutbox extends MeasuredOutbox {
+/**
+ * Times each reading from the moment it entered the outbox (an --instant reading's own time is
+ * spread, see below), and tells when none is left waiting for its acknowledgement (drained()).
+ */
+export class SubmitTimedOutbox extends MeasuredOutbox {
   readonly submitted = new Map<string, number>();
+  private readonly waiters = new Set<() => void>();
 
   override append(entries: Parameters<MeasuredOutbox["append"]>[0]): number {
     const now = Date.now();
     for (const e of entries) this.submitted.set(e.key, now);
     return super.append(entries);
+  }
+
+  override ack(ids: number[]): void {
+    super.ack(ids);
+    this.settle();
+  }
+
+  override expire(now: number): number {
+    const n = super.expire(now);
+    this.settle();
+    return n;
+  }
+
+  private settle(): void {
+    if (this.rows === 0) for (const done of [...this.waiters]) done();
+  }
+
+  /**
+   * Resolves once no reading waits for its acknowledgement, or after `ms` at most; once `signal`
+   * aborts (Ctrl-C, also before the call), after `stopMs` more at most.
+   */
+  drained(ms: number, signal?: AbortSignal, stopMs = ms): Promise<void> {
+    if (this.rows === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const deadline = Date.now() + ms;
+      let timer: NodeJS.Timeout | undefined;
+      const done = (): void => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        signal?.removeEventListener("abort", bound);
+        resolve();
+      };
+      // (Again at the abort: the bound shrinks to stopMs from then.)
+      function bound(): void {
+        clearTimeout(timer);
+        timer = setTimeout(done, Math.max(0, Math.min(deadline - Date.now(), signal?.aborted ? stopMs : ms)));
+      }
+      bound();
+      this.waiters.add(done);
+      if (!signal?.aborted) signal?.addEventListener("abort", bound, { once: true });
+    });
   }
 }
 
@@ -121,8 +166,8 @@ export async function playRecording(o: ReplayOptions): Promise<ReplayResult> {
       played++;
       o.onProgress?.(played, o.entries.length);
     }
-    const deadline = Date.now() + (o.signal?.aborted ? Math.min(REPLAY_STOP_DRAIN_MS, o.drainTimeoutMs ?? 15_000) : (o.drainTimeoutMs ?? 15_000));
-    while (outbox.rows > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    // A Ctrl-C during the drain cuts it to REPLAY_STOP_DRAIN_MS, as its stopping line says.
+    await outbox.drained(o.drainTimeoutMs ?? 15_000, o.signal, REPLAY_STOP_DRAIN_MS);
   } finally {
     await agent.stop();
     await http.close().catch(() => undefined);
@@ -137,7 +182,7 @@ export async function playRecording(o: ReplayOptions): Promise<ReplayResult> {
     errors_by_kind: snap.errors_by_kind,
     commands_received: snap.counters.commands_received,
     ingest_ms: snap.ingest,
-    interrupted: played < o.entries.length,
+    interrupted: played < o.entries.length || o.signal?.aborted === true,
     played,
   };
 }
