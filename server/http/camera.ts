@@ -32,7 +32,7 @@ export function cameraRoutes(app: FastifyInstance, s: Services): void {
     description:
       "On the stream listener. Sends DA `\"1\"` to the camera device (D 1004; one command per burst of requests) and " +
       "waits for its block's upload, which is then answered to every waiting user: the image bytes (not the envelope), " +
-      "caching disabled. No upload within 10 s: 504.",
+      "caching disabled. No upload within 10 s: 504. No HEAD: it would send the camera its command.",
     ok: { 200: { description: "The image.", type: "image/jpeg", headers: { "cache-control": "no-store, no-cache, must-revalidate, max-age=0" } } },
     errors: {
       400: "The device is not a camera.",
@@ -42,7 +42,8 @@ export function cameraRoutes(app: FastifyInstance, s: Services): void {
     },
     streamListener: true,
   });
-  app.get("/rest/v0/camera/:guid/snapshot", { config: { auth: "user" }, schema: { ...get, params: GuidParam } }, async (request, reply) => {
+  // No HEAD twin: a HEAD would send the camera a snapshot command (an actuation) for an answer without the image.
+  app.get("/rest/v0/camera/:guid/snapshot", { config: { auth: "user" }, schema: { ...get, params: GuidParam }, exposeHeadRoute: false }, async (request, reply) => {
     const { guid } = request.params as { guid: string };
     const abort = new AbortController();
     reply.raw.once("close", () => {

@@ -1,3 +1,4 @@
+import type { AddressInfo } from "node:net";
 import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type TestServer, startTestServer } from "../../helpers/server.js";
@@ -26,7 +27,7 @@ describe("camera snapshots", () => {
     }, 3000);
 
   beforeAll(async () => {
-    t = await startTestServer({ automation: { camera: { timeoutMs: 300 } } });
+    t = await startTestServer({ host: "127.0.0.1", port: 0, streamPort: 0, automation: { camera: { timeoutMs: 300 } } }, { listen: true });
     bt = await t.activate(NODE);
     otherBt = await t.activate(OTHER_NODE, await t.addUser("other"));
     await t.api({ method: "POST", url: `/block/${NODE}/data`, headers: { "x-service-token": bt }, payload: { G: "0", V: 0, D: 1004, DA: "0" } });
@@ -75,5 +76,13 @@ describe("camera snapshots", () => {
     expect(other.statusCode).toBe(404);
     const anonymous = await t.server.stream.inject({ method: "GET", url: `/rest/v0/camera/${CAM}/snapshot` });
     expect(anonymous.statusCode).toBe(401);
+  });
+
+  it("has no HEAD: it would send the camera a snapshot command for an answer without its image", async () => {
+    const port = (t.server.stream.server.address() as AddressInfo).port;
+    const res = await fetch(`http://127.0.0.1:${port}/rest/v0/camera/${CAM}/snapshot?${q()}`, { method: "HEAD" });
+    expect(res.status).toBe(404);
+    // Nothing was sent to the camera: its block's queue is empty.
+    expect(await t.server.services.store.commands.pending(NODE, Date.now())).toEqual([]);
   });
 });
