@@ -64,7 +64,7 @@ export function installAuth(app: FastifyInstance, s: Services): void {
       s.rateLimiter.take(principal.tokenHash);
     } else if (mode === "block") {
       const nodeId = (request.params as { nodeId?: string }).nodeId ?? "";
-      if (!isNodeId(nodeId)) throw badRequest(`node id "${nodeId}" is not 12 or more alphanumeric characters`);
+      if (!isNodeId(nodeId)) throw badRequest(`node id "${nodeId}" is not 12 to 64 alphanumeric characters`);
       const principal = await s.auth.block(blockToken(request.headers), nodeId);
       request.blockPrincipal = principal;
       if (!s.limits.proveBlock(socket, principal.nodeId)) {

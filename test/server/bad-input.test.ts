@@ -65,10 +65,10 @@ describe("bad input", () => {
     expectRefused(await asUser(t, "POST", `/device/${TEMP}/callback`, {}), 400, /required property 'url'/);
   });
 
-  it("node ids shorter than 12 or not alphanumeric are 400", async () => {
-    for (const node of ["SHORT", "ABCDEFGHIJK", "ABCDEF-12345678", "ABCDEF_123456", "ABCDEF%20123456"]) {
+  it("node ids shorter than 12, longer than 64 or not alphanumeric are 400", async () => {
+    for (const node of ["SHORT", "ABCDEFGHIJK", "ABCDEF-12345678", "ABCDEF_123456", "ABCDEF%20123456", "A".repeat(65)]) {
       const res = await asBlock(t, node, bt, "data", good);
-      expectRefused(res, 400, /node id/, /12 or more alphanumeric/);
+      expectRefused(res, 400, /node id/, /is not 12 to 64 alphanumeric characters/);
       expectRefused(await t.api({ method: "GET", url: `/block/${node}/activate` }).then((r) => ({ status: r.statusCode, body: r.json() as unknown, text: r.body })), 400, /nodeId/);
     }
     expectRefused(await asUser(t, "POST", "/block", { nodeid: "SHORT123" }), 400, /nodeid/);
