@@ -2,6 +2,7 @@
 import { InvalidArgumentError } from "commander";
 import { MIN_KEY_RETENTION_MS } from "../server/services/ingest.js";
 import { parseNetwork, trustedProxies } from "../server/services/networks.js";
+import { publicUrl as checkPublicUrl } from "../server/services/public-url.js";
 import { type PartitionInterval, isPartitionInterval } from "../server/store/postgres/partition-ranges.js";
 import { parseStoreUrl } from "../server/store/url.js";
 
@@ -122,6 +123,15 @@ export function networks(value: string, previous: string[] = []): string[] {
 export function proxies(value: string): string[] {
   try {
     return trustedProxies(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
+
+/** --public-url, --public-stream-url: an http(s) address without credentials, query or fragment. */
+export function publicUrl(value: string): string {
+  try {
+    return checkPublicUrl(value);
   } catch (err) {
     throw new InvalidArgumentError((err as Error).message);
   }

@@ -4,7 +4,7 @@ import { StartCancelled } from "../protocol/lifecycle.js";
 import { programLogger } from "./logger.js";
 import { CliError } from "./errors.js";
 import type { PartitionInterval } from "../server/store/postgres/partition-ranges.js";
-import { dbUrl, duration, keyRetention, logLevel, networks, partitionInterval, port, positiveInt, positiveNumber, proxies, storeLocation, url, wholeNumber } from "./options.js";
+import { dbUrl, duration, keyRetention, logLevel, networks, partitionInterval, port, positiveInt, positiveNumber, proxies, publicUrl, storeLocation, url, wholeNumber } from "./options.js";
 import { stopOnSignals } from "./signals.js";
 import { schemaRefusal } from "./store-open.js";
 import { parseStoreUrl } from "../server/store/url.js";
@@ -33,6 +33,8 @@ interface ServerFlags {
   maxConnectionsPerBlock?: number;
   metricsReserve?: number;
   trustProxy?: string[];
+  publicUrl?: string;
+  publicStreamUrl?: string;
 }
 
 export function registerServer(program: Command): void {
@@ -100,6 +102,16 @@ export function registerServer(program: Command): void {
       "proxies (addresses or CIDRs, comma-separated, e.g. 127.0.0.1,::1) whose X-Forwarded-For gives the client's address; default: none (env BLOCKKIT_TRUST_PROXY)",
       proxies,
     )
+    .option(
+      "--public-url <url>",
+      "the API's address as browsers reach it behind a proxy (e.g. https://hub.example): its pages may call the camera operations on the stream port (CORS); default: none, auth_url only (env BLOCKKIT_PUBLIC_URL)",
+      publicUrl,
+    )
+    .option(
+      "--public-stream-url <url>",
+      "the stream port's address as clients reach it behind a proxy (e.g. https://hub.example:8443): the camera operations' server in the API reference at /docs; default: stream_url (env BLOCKKIT_PUBLIC_STREAM_URL)",
+      publicUrl,
+    )
     .option("--poll-hold <seconds>", "hold of the commands long-poll and of activation", positiveNumber, 30)
     .option("--log-level <level>", "log level", logLevel, "info")
     .action(async (flags: ServerFlags) => {
@@ -130,6 +142,8 @@ export function registerServer(program: Command): void {
         pollHoldSeconds: flags.pollHold,
         limits: connectionShares(flags),
         trustProxy: flags.trustProxy ?? fromEnv("BLOCKKIT_TRUST_PROXY", proxies),
+        publicUrl: flags.publicUrl ?? fromEnv("BLOCKKIT_PUBLIC_URL", publicUrl),
+        publicStreamUrl: flags.publicStreamUrl ?? fromEnv("BLOCKKIT_PUBLIC_STREAM_URL", publicUrl),
         logger,
       });
       // systemd's Type=notify (server/systemd/blockkit-server.service): READY=1 once listening.

@@ -19,7 +19,7 @@ import { newToken } from "./services/secrets.js";
 import { openStore } from "./store/index.js";
 import type { PostgresStore } from "./store/postgres/index.js";
 import type { Store } from "./store/types.js";
-import { trustProxyOption, wireServices } from "./wire.js";
+import { publicUrlOption, trustProxyOption, wireServices } from "./wire.js";
 import { trustsLoopback } from "./services/networks.js";
 import { Lifecycle, type Part } from "../protocol/lifecycle.js";
 import { listenUrl } from "../protocol/listen-url.js";
@@ -39,6 +39,8 @@ export class BlockkitServer {
   constructor(readonly options: ServerOptions = {}) {
     this.log = options.logger ?? pino({ level: options.logLevel ?? "info", base: { name: "blockkit" } });
     trustProxyOption(options.trustProxy);
+    publicUrlOption("publicUrl", options.publicUrl);
+    publicUrlOption("publicStreamUrl", options.publicStreamUrl);
   }
 
   /** Builds the store, services and apps without listening. Returns the first user when it created one. */

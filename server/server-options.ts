@@ -64,6 +64,18 @@ export interface ServerOptions {
    * client behind the proxy. The connection caps still see the proxy. Default: none.
    */
   trustProxy?: readonly string[];
+  /**
+   * The API's public address behind a proxy (e.g. https://hub.example): the origin, besides the
+   * printed auth_url's, whose pages (the reference at /docs) may call the camera operations on the
+   * stream listener (CORS). Default: none.
+   */
+  publicUrl?: string;
+  /**
+   * The stream listener's public address behind a proxy (e.g. https://hub.example:8443): the
+   * server of the camera operations in the reference at /docs, and the origin its page may connect
+   * to. Default: the printed stream_url.
+   */
+  publicStreamUrl?: string;
   /** Connections, request timeouts and activation holds (docs/operations-limits.md "Limits"). */
   limits?: Partial<LimitOptions>;
   /** Caps and timers of the live stream (sockets per user, ping interval, send buffer). */

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import type { Bus } from "./bus/types.js";
 import { proxyMatcher, trustedProxies } from "./services/networks.js";
+import { publicUrl } from "./services/public-url.js";
 import type { ServerOptions } from "./server-options.js";
 import { Accounts } from "./services/accounts/index.js";
 import { Activation } from "./services/activation.js";
@@ -52,6 +53,8 @@ export function wireServices(o: ServerOptions, log: Logger, store: Store, bus: B
       metricsToken: o.metricsToken,
       trustProxy,
       fromTrustedProxy: proxyMatcher(trustProxy),
+      publicUrl: publicUrlOption("publicUrl", o.publicUrl),
+      publicStreamUrl: publicUrlOption("publicStreamUrl", o.publicStreamUrl),
       baseUrl: "",
       authUrl: "",
       streamUrl: "",
@@ -103,5 +106,15 @@ export function trustProxyOption(list: readonly string[] | undefined): readonly 
     return Object.freeze(trustedProxies(list ?? []));
   } catch (err) {
     throw new TypeError(`trustProxy: ${(err as Error).message}`);
+  }
+}
+
+/** ServerOptions.publicUrl and publicStreamUrl, checked: a TypeError naming the option (also the controller's constructor). */
+export function publicUrlOption(name: string, value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return publicUrl(value);
+  } catch (err) {
+    throw new TypeError(`${name}: ${(err as Error).message}`);
   }
 }

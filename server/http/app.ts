@@ -22,6 +22,7 @@ import { subDeviceRoutes } from "./subdevices.js";
 import { ruleRoutes } from "./rules.js";
 import { fileHostAuthRoutes, fileHostRoutes } from "./filehost.js";
 import { cameraRoutes } from "./camera.js";
+import { streamCors } from "./stream-cors.js";
 import { JSON_BODY_LIMIT, REST_PREFIX, SNAPSHOT_BODY_LIMIT } from "./constants.js";
 import { FastIngest, type RequestListener } from "./fast-ingest.js";
 import { MAX_JSON_DEPTH, SCHEMA_KEYWORDS, nestedDeeperThan } from "./schema-keywords.js";
@@ -147,7 +148,7 @@ export async function buildApiApp(s: Services, stream?: FastifyInstance): Promis
   });
   app.decorate("fastIngest", lane);
   // First: the generator sees only the routes added after it.
-  await installDocs(app, { ui: { stream, streamUrl: () => s.settings.streamUrl } });
+  await installDocs(app, { ui: { stream, streamUrl: () => s.settings.publicStreamUrl ?? s.settings.streamUrl } });
   installAuth(app, s);
   closeRefusedUpgrades(app);
   countRequests(app, s);
@@ -196,6 +197,8 @@ export async function buildApiApp(s: Services, stream?: FastifyInstance): Promis
 export async function buildStreamApp(s: Services): Promise<FastifyInstance> {
   const app = baseFastify(s, s.log.child({ module: "srv:stream" }), SNAPSHOT_BODY_LIMIT, serverFactory(s, (o) => o.uploadTimeoutMs));
   await installDocs(app);
+  // Before the auth hook: a refusal carries the headers too, so the reference's page can read it.
+  streamCors(app, s);
   installAuth(app, s);
   countRequests(app, s);
   // Documented with the API listener's (one path item cannot hold two listeners' GET).

@@ -26,6 +26,9 @@ export interface ServerSettings {
   trustProxy: readonly string[];
   /** Whether a connection's own address is one of trustProxy's (its requests carry the client in X-Forwarded-For). */
   fromTrustedProxy: (address: string) => boolean;
+  /** The API's and the stream listener's public addresses behind a proxy (checked), when given. */
+  publicUrl?: string | undefined;
+  publicStreamUrl?: string | undefined;
   /** External addresses, as printed at start. */
   baseUrl: string;
   authUrl: string;

@@ -28,6 +28,20 @@ describe("blockkit server --trust-proxy", () => {
     expect(env.stderr.join("\n")).toMatch(/BLOCKKIT_TRUST_PROXY: "nginx" is not a proxy's address or network/);
   });
 
+  it("refuses a public URL that is not an http(s) address alone, naming the flag or the variable", { timeout: 40_000 }, async () => {
+    const url = spawnCli([...serverArgs("g"), "--public-url", "hub.example"]);
+    const stream = spawnCli([...serverArgs("h"), "--public-stream-url", "https://hub.example:8443/?x=1"]);
+    const env = spawnCli(serverArgs("i"), { BLOCKKIT_PUBLIC_STREAM_URL: "ftp://hub.example" });
+    const all = [url, stream, env];
+    // A start that is not refused would run on: it is stopped once the others have exited.
+    const codes = await Promise.race([Promise.all(all.map((p) => p.exited)), new Promise<null>((r) => setTimeout(() => r(null), 20_000).unref())]);
+    for (const p of all) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
+    expect(codes).toEqual([2, 2, 2]);
+    expect(url.stderr.join("\n")).toMatch(/--public-url.*"hub\.example" is not a URL: give the address clients use/);
+    expect(stream.stderr.join("\n")).toMatch(/--public-stream-url.*has a query or fragment: give the address alone/);
+    expect(env.stderr.join("\n")).toMatch(/BLOCKKIT_PUBLIC_STREAM_URL: "ftp:\/\/hub\.example" is not an http or https URL/);
+  });
+
   it("believes the given proxy's X-Forwarded-For: /metrics refuses the remote client behind it, and the unforwarded", { timeout: 40_000 }, async () => {
     const [flag, env] = await Promise.all([
       startServerProcess({ dataDir: join(root, "d"), adminToken: "trust-proxy-token-01234", extraArgs: ["--trust-proxy", "127.0.0.1"] }),

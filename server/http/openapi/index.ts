@@ -30,7 +30,7 @@ export interface DocsOptions {
   ui?: {
     /** The stream listener, whose operations (the camera) the reference includes. */
     stream?: FastifyInstance;
-    /** Its address once listening ("" before). */
+    /** Its address as clients reach it: `--public-stream-url`, else the printed stream_url once listening ("" before). */
     streamUrl: () => string;
   };
 }
@@ -68,6 +68,8 @@ export async function installDocs(app: FastifyInstance, o: DocsOptions = {}): Pr
     // Nothing leaves the server: no validator badge (it would call an outside service).
     uiConfig: { validatorUrl: null, deepLinking: true, docExpansion: "list", defaultModelsExpandDepth: 0 } as never,
     staticCSP: docsPolicy(),
+    // The stream listener's address is known only once listening (port 0 in tests): per answer.
+    transformStaticCSP: () => docsPolicy(ui.streamUrl()),
     logo: { type: "image/svg+xml", content: ICON },
     theme: { title: "blockkit API reference" },
     // The pages' other security headers (pages/layout.ts), on the reference and its assets too.
@@ -84,8 +86,13 @@ export async function installDocs(app: FastifyInstance, o: DocsOptions = {}): Pr
   });
 }
 
-/** Content-Security-Policy of the reference's page and assets: this origin only, no inline script. */
-export function docsPolicy(): string {
+/**
+ * Content-Security-Policy of the reference's page and assets: this origin only, no inline script;
+ * the page may also connect to the stream listener (`streamUrl`'s origin), where "Try it out" runs
+ * the camera operations (it answers this origin's pages with CORS: ../stream-cors.ts).
+ */
+export function docsPolicy(streamUrl = ""): string {
+  const stream = streamUrl === "" ? "" : ` ${new URL(streamUrl).origin}`;
   return [
     "default-src 'none'",
     "script-src 'self'",
@@ -93,7 +100,7 @@ export function docsPolicy(): string {
     "style-src 'self' 'unsafe-inline'",
     // Its logo and icons are data: URLs.
     "img-src 'self' data:",
-    "connect-src 'self'",
+    `connect-src 'self'${stream}`,
     "font-src 'self'",
     "form-action 'self'",
     "frame-ancestors 'none'",
