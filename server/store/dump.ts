@@ -85,18 +85,29 @@ export function exportSqlite(db: Database, write: (line: string) => void): Recor
 }
 
 const BATCH = 2000;
+const NOT_EMPTY = "the target store is not empty: import only into a new database (or schema)";
+
+/** True when the database (the URL's schema) already has a users table with a row in it. */
+async function hasUsers(pool: pg.Pool): Promise<boolean> {
+  const table = await pool.query<{ t: string | null }>("SELECT to_regclass('users')::text AS t");
+  if (table.rows[0]?.t == null) return false;
+  return (await pool.query<{ used: boolean }>("SELECT EXISTS (SELECT 1 FROM users) AS used")).rows[0]?.used === true;
+}
 
 /** Loads a dump into an empty PostgreSQL store (migrated first); one transaction. Returns rows per table. */
 export async function importIntoPostgres(url: string, lines: AsyncIterable<string>): Promise<Record<string, number>> {
   const pool = createPool({ url, max: 2 });
   const counts: Record<string, number> = {};
   try {
+    // Refused before the migration too: migrating a store in use (an older version's servers on it)
+    // would change the schema under them, and the import would then refuse it anyway.
+    if (await hasUsers(pool)) throw new Error(NOT_EMPTY);
     await migratePostgres(pool, splitSchema(url).schema, { where: `at ${shownUrl(url)}` });
     const c = await pool.connect();
     try {
       await c.query("BEGIN");
       const users = await c.query<{ n: number }>("SELECT count(*) AS n FROM users");
-      if ((users.rows[0] as { n: number }).n > 0) throw new Error("the target store is not empty: import only into a new database (or schema)");
+      if ((users.rows[0] as { n: number }).n > 0) throw new Error(NOT_EMPTY);
       let months: (readonly [number, number])[] = [];
       let table = "";
       let rows: Record<string, unknown>[] = [];

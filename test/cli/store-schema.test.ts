@@ -6,7 +6,8 @@
  * older version; a store ahead of this build (a newer blockkit wrote it) is refused by them, by
  * `blockkit migrate` and by the server, which used to run on it; on PostgreSQL a database without
  * a blockkit schema is refused too, where `users token` used to create the schema, and
- * `users add --create` makes it whole, as on SQLite.
+ * `users add --create` makes it whole, as on SQLite; `blockkit import` refuses a store in use before
+ * migrating it, where it used to migrate it and then refuse.
  */
 import { once } from "node:events";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -205,6 +206,19 @@ describe.skipIf(!PG_AVAILABLE)("the one-shot store commands on PostgreSQL", () =
       expect(server.code, server.err).toBe(2);
       expect(server.out).not.toMatch(/ready|base_url/);
       expect(server.err).toMatch(/blockkit server: the store at postgres:\/\/.* has schema 999-from-a-newer-blockkit, newer than this blockkit/);
+      expect(await pgContents(db.schema)).toEqual(before);
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it("blockkit import refuses a store in use (it has users) before migrating it", { timeout: 30_000 }, async () => {
+    const db = await pgStore(PG_MIGRATIONS.length - 1);
+    try {
+      const before = await pgContents(db.schema);
+      const r = await blockkit(["import", "--db", db.url]);
+      expect(r.code, r.err).toBe(1);
+      expect(r.err).toContain("the target store is not empty: import only into a new database (or schema)");
       expect(await pgContents(db.schema)).toEqual(before);
     } finally {
       await db.drop();
