@@ -9,7 +9,7 @@ import websocket from "@fastify/websocket";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { WebSocket } from "ws";
 import { STREAM_CLOSE_TOO_MANY, STREAM_MAX_GUIDS, type StreamEvent, frameGuid } from "../../protocol/stream.js";
-import { badRequest } from "../errors.js";
+import { badRequest, notFound } from "../errors.js";
 import type { Services } from "../services/index.js";
 import type { StreamHub, StreamSink } from "../services/stream/hub.js";
 import { userOf } from "./auth.js";
@@ -116,8 +116,10 @@ export function streamRoutes(app: FastifyInstance, s: Services): void {
         socket.terminate();
       },
     });
-    // Refusals before the upgrade are plain HTTP answers with the envelope: 400, 429 or 503.
+    // Refusals before the upgrade are plain HTTP answers with the envelope: 400, 404, 429 or 503.
     const preHandler = async (request: FastifyRequest): Promise<void> => {
+      // @fastify/websocket answers a request that is no handshake 404 with an empty body: the envelope instead.
+      if (!request.ws) throw notFound("GET /rest/v0/stream is a WebSocket: open it with a handshake (Upgrade: websocket)");
       guidFilter(request.query as Record<string, unknown>);
       s.stream.check(userOf(request).userId);
     };
@@ -125,7 +127,7 @@ export function streamRoutes(app: FastifyInstance, s: Services): void {
       tag: "Live stream",
       summary: "Live stream of your events (WebSocket)",
       description:
-        "A WebSocket handshake (`Upgrade: websocket`); a request without one gets 404. One JSON object per text frame, " +
+        "A WebSocket handshake (`Upgrade: websocket`); a request without one gets 404 with the envelope. One JSON object per text frame, " +
         "about your own resources only: `{type:\"data\", guid, DA, timestamp}` (a stored reading), `{type:\"config\", " +
         "guid, config, timestamp}`, `{type:\"device\", guid, change}` (created, updated, deleted), `{type:\"block\", " +
         "nodeId, change}` (claimed, unpaired, awaiting), `{type:\"rule\", rid, ok, timestamp}` (a rule ran). " +

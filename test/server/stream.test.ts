@@ -61,6 +61,13 @@ describe("live stream: credentials", () => {
     expect((await refused(`${streamAddress(authUrl)}`, { cookie: `${SESSION_COOKIE}=forged.value` })).status).toBe(401);
   });
 
+  it("answers a plain GET (no WebSocket handshake) with 404 and the envelope naming the handshake", async () => {
+    const u = await userWithBlock("STREAMPLAIN");
+    const plain = await http(`${t.baseUrl}/stream?user_access_token=${u.token}`);
+    expect(plain.status).toBe(404);
+    expect(plain.body).toMatchObject({ result: 0, id: 0, error: expect.stringMatching(/WebSocket/) });
+  });
+
   it("accepts a user token, an OAuth token and the session cookie from the server's own origin only", async () => {
     const u = await userWithBlock("STREAMAUTH");
     const s = t.server.services;
