@@ -74,6 +74,19 @@ function validatorsByPart(): ReturnType<typeof AjvCompiler> {
   };
 }
 
+/**
+ * Why a body the JSON parser refused is refused (fastify's own error names neither): where the
+ * syntax fails, or the key the parser refuses in valid JSON (prototype poisoning).
+ */
+function jsonFault(text: string): string {
+  try {
+    JSON.parse(text);
+  } catch (err) {
+    return `${(err as Error).message} (not valid JSON)`;
+  }
+  return 'a "__proto__" key, or "constructor" with "prototype", is refused';
+}
+
 function baseFastify(s: Services, log: Logger, bodyLimit: number, factory: FastifyServerFactory): FastifyInstance {
   const proxies = s.settings.trustProxy;
   const app = Fastify({
@@ -112,7 +125,10 @@ function baseFastify(s: Services, log: Logger, bodyLimit: number, factory: Fasti
       done(badRequest(`malformed JSON body: nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
       return;
     }
-    void jsonParser(request, body as string, done);
+    void jsonParser(request, body as string, (err, parsed) => {
+      if (err) done(badRequest(`malformed JSON body: ${jsonFault(body as string)}`), undefined);
+      else done(null, parsed);
+    });
   });
   app.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string" }, (_request, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));

@@ -41,6 +41,9 @@ describe("bad input", () => {
   it("malformed JSON is 400", async () => {
     expectRefused(await raw("POST", data, '{"G":"0",'), 400, /malformed JSON/);
     expectRefused(await raw("PUT", withToken(`/device/${TEMP}`, t.token), "{shortName:"), 400, /malformed JSON/);
+    // What is wrong, from the parser: where it stopped, or the key refused.
+    expectRefused(await raw("POST", data, '{"G":"0",'), 400, /malformed JSON body: .*JSON/, /(end of JSON input|position)/);
+    expectRefused(await raw("PUT", withToken(`/device/${TEMP}`, t.token), '{"shortName":"x","__proto__":{"a":1}}'), 400, /malformed JSON body: .*"__proto__"/);
   });
 
   it("a JSON body that is not an object is 400", async () => {
