@@ -159,8 +159,8 @@ export function blockRoutes(app: FastifyInstance, s: Services): void {
             "answered at once. Either way a new token revokes the block's previous one, and the answer is the bare " +
             "`{token}` object, not the envelope. Tokens are made when delivered and stored only as hashes. No HEAD.",
           ok: {
-            200: { description: "The block token.", body: BlockToken },
-            204: { description: "Nobody claimed the block during the hold: ask again.", empty: true },
+            200: { description: "The block token.", body: BlockToken, headers: { "cache-control": "no-store" } },
+            204: { description: "Nobody claimed the block during the hold: ask again.", empty: true, headers: { "cache-control": "no-store" } },
           },
           errors: {
             401: "Direct flow: the credential in the query is unknown.",
@@ -177,6 +177,8 @@ export function blockRoutes(app: FastifyInstance, s: Services): void {
     async (request, reply) => {
     const { nodeId } = request.params as { nodeId: string };
     const q = request.query as Record<string, unknown>;
+    // A credential in the body of a GET that needs none: no cache along the way may keep or replay it.
+    void reply.header("cache-control", "no-store");
     if (q.user_access_token !== undefined || q.access_token !== undefined) {
       const principal = await s.auth.user(q);
       s.rateLimiter.take(principal.tokenHash);

@@ -18,13 +18,23 @@ beforeEach(async () => {
 
 describe("block activation", () => {
   beforeAll(async () => {
-    t = await startTestServer({ pollHoldSeconds: 0.3 });
+    t = await startTestServer({ host: "127.0.0.1", port: 0, streamPort: 0, pollHoldSeconds: 0.3 }, { listen: true });
   });
   afterAll(async () => {
     await t.close();
   });
 
   const activate = () => t.api({ method: "GET", url: `/block/${NODE}/activate` });
+
+  it("answers the token, or the end of a hold, with Cache-Control: no-store (a GET without credential, over real HTTP)", async () => {
+    const direct = await fetch(`${t.baseUrl}/block/${NODE}/activate?user_access_token=${user}`);
+    expect(direct.status).toBe(200);
+    expect(direct.headers.get("cache-control")).toBe("no-store");
+    const other = freshNode("BLOCKTEST");
+    const unclaimed = await fetch(`${t.baseUrl}/block/${other}/activate`);
+    expect(unclaimed.status).toBe(204);
+    expect(unclaimed.headers.get("cache-control")).toBe("no-store");
+  });
 
   it("two-legged: the held request receives {token} once the user claims the block", async () => {
     const held = activate();
