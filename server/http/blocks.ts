@@ -52,7 +52,7 @@ export function blockRoutes(app: FastifyInstance, s: Services): void {
             "receives the new token. A new token revokes the block's previous one.",
           ok: { 200: { description: "Claimed; the token goes to the waiting block." } },
           errors: {
-            403: "The node id is an account's service node (`SVC` and a user id, home of its Webhooks, SMS, File Host and Email devices): it is no block.",
+            403: "The node id is an account's service node (`SVC` and a user id, home of its Webhooks, SMS, File Host and Email devices): it is no block. Or: signed in by the session cookie without the page's X-CSRF-Token header.",
             404: "No block with this node id is awaiting activation (none asked in the last 60 s).",
             409: "The block belongs to another user.",
           },

@@ -16,10 +16,11 @@ const COMMON = {
   query: "A query parameter is malformed (the message names it).",
   body: "The body is not valid JSON, nests deeper than 32 levels, or a field is missing or malformed (the message names it).",
   413: "The body is larger than 64 KiB.",
-  415: "The body's Content-Type is neither application/json nor a form.",
+  415: "The body's Content-Type is none the server reads: application/json, a form, or plain text (a text body where a JSON object is wanted is 400).",
   userAuth: "No credential, or one the server does not know (revoked, or another server's).",
+  userTwice: "The credential is given more than once (`user_access_token` or `access_token` twice).",
   user403: "Signed in by the session cookie without the page's X-CSRF-Token header.",
-  blockNode: "The node id in the path is not 12 or more letters and digits.",
+  blockNode: "The node id in the path is not 12 to 64 letters and digits.",
   blockAuth: "No block token (X-Service-Token or X-Ninja-Token), or one the server does not know.",
   block403: "The block token belongs to another node than the one in the path, or the path names an account's service node (`SVC` and a user id), which no block token acts for.",
   429:
@@ -58,6 +59,7 @@ function refusals(route: RouteOptions, d: RouteDoc): Record<number, string> {
     add(415, COMMON[415]);
   }
   if (auth === "user") {
+    add(400, COMMON.userTwice);
     add(401, COMMON.userAuth);
     add(403, COMMON.user403);
     add(429, COMMON[429]);
