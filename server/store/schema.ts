@@ -48,6 +48,8 @@ export class SchemaError extends Error {
     message: string,
   ) {
     super(message);
+    // A refusal, not a fault of the code: the start's log line carries the message, not a trace.
+    this.stack = `${this.name}: ${message}`;
   }
 }
 

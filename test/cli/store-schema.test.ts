@@ -120,6 +120,7 @@ describe("the one-shot store commands on SQLite", () => {
     expect(server.code, server.err).toBe(2);
     expect(server.out).not.toMatch(/ready|base_url/);
     expect(server.err).toContain(`blockkit server: the store at ${join(dir, "blockkit.db")} has schema ${FUTURE}, newer than this blockkit`);
+    expect(server.err, "a refusal, not a crash: no stack trace").not.toContain("    at ");
     expect(sqliteContents(dir)).toEqual(before);
   });
 });
@@ -206,6 +207,7 @@ describe.skipIf(!PG_AVAILABLE)("the one-shot store commands on PostgreSQL", () =
       expect(server.code, server.err).toBe(2);
       expect(server.out).not.toMatch(/ready|base_url/);
       expect(server.err).toMatch(/blockkit server: the store at postgres:\/\/.* has schema 999-from-a-newer-blockkit, newer than this blockkit/);
+      expect(server.err, "a refusal, not a crash: no stack trace").not.toContain("    at ");
       expect(await pgContents(db.schema)).toEqual(before);
     } finally {
       await db.drop();
