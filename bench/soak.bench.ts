@@ -3,7 +3,7 @@
  * grows that should not. A figure, not a test: it prints what each process held over time.
  *
  * Running, each the built CLI: a server (SQLite) with a fleet of simulated blocks (readings,
- * commands, callbacks, camera snapshots), a rule that fires on their relays, a follower of the
+ * commands, callbacks), a rule that fires on their relays, a follower of the
  * live stream (`blockkit watch`), and a gateway with a serial node on a pseudo-terminal (the
  * blockkit firmware's behaviour) and MQTT nodes on its embedded broker. Beside them, the baseline:
  * a second server with nothing to do, sampled the same way, for what Node itself drifts.
