@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
+import { untilHeldPolls } from "./fixtures/held-polls.js";
 import { type Proc, startServer } from "./fixtures/procs.js";
 import { figure, median, percentile } from "./lib.js";
 import { ADMIN, buildOf, get, nodeId, root } from "./limits-servers.js";
@@ -55,10 +56,7 @@ async function commands(v: Variant, n: number): Promise<void> {
   const token = v.tokens[0] as string;
   for (let i = 0; i < n; i++) {
     const polled = json(v.srv.port, "GET", `/block/${node}/commands`, { "x-service-token": token });
-    for (let k = 0; k < 1000; k++) {
-      const h = JSON.parse(await get(v.srv.port, "/healthz")) as { heldPolls: number };
-      if (h.heldPolls >= 1) break;
-    }
+    await untilHeldPolls(async () => (JSON.parse(await get(v.srv.port, "/healthz")) as { heldPolls: number }).heldPolls, 1, { what: `on :${v.srv.port}` });
     const t0 = performance.now();
     await json(v.srv.port, "PUT", `/device/${node}_0_0_1002?user_access_token=${ADMIN}`, {}, JSON.stringify({ DA: String(i % 2) }));
     await polled;

@@ -5,6 +5,8 @@
  * (scaleout-ingest.ts, scaleout-polls.ts) share them.
  */
 
+import { untilHeldPolls } from "./fixtures/held-polls.js";
+
 export const ADMIN = "bench-admin-token-scaleout-01";
 export const nodeId = (i: number): string => `SCALE${String(i).padStart(8, "0")}`;
 
@@ -55,11 +57,5 @@ export async function held(port: number): Promise<number> {
 
 /** Waits until the server at `port` holds n polls (bounded). */
 export async function untilHeld(port: number, n: number, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const h = await held(port);
-    if (h >= n) return;
-    if (Date.now() > deadline) throw new Error(`only ${h} of ${n} polls held on :${port}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  await untilHeldPolls(() => held(port), n, { timeoutMs: ms, maxMs: 250, what: `on :${port}` });
 }
