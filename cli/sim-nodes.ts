@@ -11,6 +11,7 @@ import { writeFileSync } from "node:fs";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { positiveInt, positiveNumber, url } from "./options.js";
 import { readsRunOptions } from "./sim-sub.js";
+import { addTargetOptions } from "./sim-target.js";
 
 interface NodesFlags {
   mqtt?: string;
@@ -38,6 +39,8 @@ function nodeId(value: string): string {
 }
 
 export function registerNodes(sim: Command): void {
+  // Its own --server (one: it refuses several), --token and --profile, for its help: under sim's,
+  // it listed "several: blocks are spread round robin over them".
   const sub = sim
     .command("nodes")
     .description("emulate hardware nodes behind a gateway, over MQTT or a serial line")
@@ -51,7 +54,8 @@ export function registerNodes(sim: Command): void {
     .option("--prefix <prefix>", "MQTT topic prefix of the gateway", "blockkit")
     .option("--nodes <n>", "MQTT: nodes (clients), each with the scenario's devices", positiveInt, 1)
     .option("--gateway-node-id <id>", "the gateway's node id (with --server: the devices' GUIDs, for the end-to-end latencies)", nodeId)
-    .option("--duration <seconds>", "how long to run", positiveNumber, 30)
+    .option("--duration <seconds>", "how long to run", positiveNumber, 30);
+  addTargetOptions(sub, { several: false, stream: false })
     .action(async (_local: unknown, command: Command) => {
       const flags = command.optsWithGlobals<NodesFlags>();
       const { buildScenario } = await import("./sim-run.js");

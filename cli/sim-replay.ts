@@ -1,6 +1,6 @@
 /** `blockkit sim replay FILE`: plays back a gateway recording (`--record`) as one virtual block. */
 import { readFileSync, writeFileSync } from "node:fs";
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { isNodeId } from "../protocol/guid.js";
 import { positiveNumber, wholeNumber } from "./options.js";
 import { readsRunOptions } from "./sim-sub.js";
@@ -24,7 +24,8 @@ export function registerReplay(sim: Command): void {
   })
     .option("--node-id <id>", "node id of the virtual block", "REPLAY000000000")
     .option("--speed <x>", "pace multiplier (2 = twice as fast)", positiveNumber, 1)
-    .option("--instant", "send every frame at once instead of at the recorded pace")
+    // Both given, --instant won silently: refused instead (exit 2).
+    .addOption(new Option("--instant", "send every frame at once instead of at the recorded pace").conflicts("speed"))
     .option("--seed <n>", "random seed of the block's waits after failures: the same seed gives the same waits, as in a sim run (default: 1)", wholeNumber)
     .option("--report <file>", "write the JSON result to FILE")
     .action(async (file: string, _local: ReplayFlags, command: Command) => {

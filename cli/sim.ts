@@ -81,7 +81,7 @@ export function registerSim(program: Command): void {
     .option("--drain <seconds>", "longest wait at the end for the activations, readings and commands in flight", positiveNumber, 15)
     .option("--cleanup", "at the end (also after Ctrl-C) remove the run's callbacks and unpair its blocks")
     .option("--cleanup-timeout <seconds>", "longest time the cleanup may take; what is left after it is named, with the command that finishes it (default: 30)", positiveNumber)
-    .option("--shard <i/n>", "run shard i of n of the scenario (n machines together run all of it; merge their reports with `sim merge`)", part)
+    .option("--shard <i/n>", "run shard i of n of the scenario, i from 0 to n-1 (n machines together run all of it; merge their reports with `sim merge`)", part)
     .option(
       "--workers <n>",
       `processes to run the fleet in, with one merged TUI or report (default: the number of cores, ${availableParallelism()} here, but at most one per ${BLOCKS_PER_WORKER} blocks: a small fleet stays in one process)`,

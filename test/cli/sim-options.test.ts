@@ -68,7 +68,7 @@ describe("blockkit sim's sub-commands and the options of a sim run", () => {
       ...["--duration", "5", "--server", "http://h:1", "--token", "t", "--report", "n.json"],
     );
     expect(nodes.code, nodes.stderr).toBe(0);
-    expect(nodes.ran).toMatchObject({ scenario: "s.yaml", devices: 3, rate: 2, seed: 7, commands: 0, duration: 5, report: "n.json" });
+    expect(nodes.ran).toMatchObject({ scenario: "s.yaml", devices: 3, rate: 2, seed: 7, commands: 0, duration: 5, report: "n.json", server: ["http://h:1"], token: "t" });
   });
 
   it("leave a sim run every option, and list under Global Options only the run options they read", async () => {
@@ -78,6 +78,25 @@ describe("blockkit sim's sub-commands and the options of a sim run", () => {
     const program = buildProgram({ stdout: () => {}, stderr: () => {}, env: {}, readStdin: () => Promise.resolve("") });
     const nodes = allCommands(program).find((c) => commandPath(c) === "blockkit sim nodes") as Command;
     const global = nodes.createHelp().visibleGlobalOptions(nodes).map((o) => o.long);
-    expect(global.sort()).toEqual(["--commands", "--devices", "--profile", "--rate", "--report", "--scenario", "--seed", "--server", "--token"]);
+    // Its --server, --token and --profile are its own, for one server: under sim's, its help said
+    // "several: blocks are spread round robin over them", and a second --server was then refused.
+    expect(global.sort()).toEqual(["--commands", "--devices", "--rate", "--report", "--scenario", "--seed"]);
+    const server = nodes.options.find((o) => o.long === "--server");
+    expect(server?.description).toMatch(/^server root or REST root/);
+    expect(server?.description).not.toMatch(/several/);
+    expect(nodes.options.map((o) => o.long)).toEqual(expect.arrayContaining(["--token", "--profile"]));
+  });
+
+  it("sim replay refuses --speed with --instant, which overrode it silently, exit 2", async () => {
+    const r = await run("sim", "replay", "rec.jsonl", "--speed", "2", "--instant");
+    expect(r.code).toBe(2);
+    expect(r.ran).toBeNull();
+    expect(r.stderr).toBe("blockkit sim replay: option '--instant' cannot be used with option '--speed <x>' (see 'blockkit sim replay --help')\n");
+  });
+
+  it("sim --help says that a shard's index counts from 0 (a user's --shard 2/2 was refused, and 1/2 was the second half)", () => {
+    const program = buildProgram({ stdout: () => {}, stderr: () => {}, env: {}, readStdin: () => Promise.resolve("") });
+    const sim = allCommands(program).find((c) => commandPath(c) === "blockkit sim") as Command;
+    expect(sim.options.find((o) => o.long === "--shard")?.description).toMatch(/^run shard i of n of the scenario, i from 0 to n-1 /);
   });
 });
