@@ -6,8 +6,8 @@
  * the same fleet costs about a third less CPU per event (measured: bench/simulator.bench.ts at
  * 10,000 blocks). V8 reads the size only when the process starts, so the command starts itself again
  * with the flag (unless NODE_OPTIONS or the command line already gives one). The child shares the
- * terminal; the parent forwards SIGTERM and SIGHUP, ignores the SIGINT the terminal sends to both,
- * and exits with the child's code.
+ * terminal; the parent forwards SIGTERM and SIGHUP, a SIGINT as SIGUSR2 (the terminal's reaches
+ * both), and exits with the child's code.
  *
  * Open files need no restart: each simulated block holds a long-poll socket, and Node raises the
  * soft limit of open files to the hard one as it starts (protocol/open-files.ts), in this process,
@@ -20,6 +20,9 @@ const FLAG = "--max-semi-space-size";
 const SIZE_MB = 32;
 const CHILD = "BLOCKKIT_SIM_CHILD";
 const NO_FLEET = new Set(["replay", "nodes", "merge", "cleanup"]);
+
+/** What the child is sent when this process gets a SIGINT (see respawn()). */
+export const PARENT_SIGINT = "SIGUSR2";
 
 /** Whether this process should run `argv` in a child with the flag instead. */
 export function wantsRespawn(argv: string[], env: NodeJS.ProcessEnv = process.env, execArgv: string[] = process.execArgv): boolean {
@@ -39,8 +42,12 @@ export function respawn(argv: string[]): Promise<number> {
   };
   process.on("SIGTERM", forward("SIGTERM"));
   process.on("SIGHUP", forward("SIGHUP"));
-  // The terminal's Ctrl-C reaches the child as well; it decides when to end.
-  process.on("SIGINT", () => {});
+  // The terminal's Ctrl-C reaches the child as well; it decides when to end. A SIGINT sent to this
+  // process alone (`kill -INT PID`, a supervisor) was lost, and the run went on to its end: the
+  // child hears of it as PARENT_SIGINT, a Ctrl-C unless it is handling one already (the terminal's,
+  // which reaches it first: it is pending before this process runs, and pending signals are
+  // delivered lowest number first, SIGINT before SIGUSR2).
+  process.on("SIGINT", forward(PARENT_SIGINT));
   return new Promise((resolve, reject) => {
     child.once("error", reject);
     child.once("exit", (code, signal) => resolve(code ?? (signal === "SIGINT" ? 130 : signal === "SIGTERM" ? 143 : 1)));

@@ -16,6 +16,7 @@ import { type ViewSource, runnerSource } from "../simulator/tui/view.js";
 import { WorkerPool } from "../simulator/workers/pool.js";
 import { runWorker } from "../simulator/workers/worker.js";
 import type { SimFlags } from "./sim.js";
+import { PARENT_SIGINT } from "./respawn.js";
 import { target } from "./sim-target.js";
 
 export function buildScenario(f: SimFlags): LoadedScenario {
@@ -186,6 +187,10 @@ export async function runSim(flags: SimFlags): Promise<void> {
   const quitIsCtrlC = (source: ViewSource): ViewSource => ({ ...source, quit: () => interrupt("SIGINT") });
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  // A SIGINT sent to the respawning parent alone (respawn.ts): a Ctrl-C, unless one is handled already.
+  process.on(PARENT_SIGINT, () => {
+    if (!stopping) onSignal("SIGINT");
+  });
   if (!tui) process.stderr.write(`starting: ${total} blocks${workers > 1 ? ` in ${workers} worker processes` : ""}\n`);
   let outcome: Outcome;
   if (workers > 1) {

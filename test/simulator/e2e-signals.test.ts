@@ -138,4 +138,25 @@ describe("blockkit sim against a real server", () => {
     expect(Object.keys(await api.blocks()).filter((n) => n.startsWith("SIM82N"))).toEqual([]);
     expect(unpairedAsActivated(run.stderr), run.stderr).toBe(true);
   });
+
+  // `kill -INT PID` of the command (a script, a supervisor) reaches only the respawning parent, which
+  // ignored it: the run went on to its end. It now tells the child, as a Ctrl-C.
+  it("a SIGINT to the command's process alone stops the run as a Ctrl-C, exit 130", { timeout: 60_000 }, async () => {
+    let sent = false;
+    const run = await sim(["--headless", "--blocks", "2", "--devices", "1", "--duration", "60", "--seed", "83", "--callbacks", "0", "--cleanup", "--progress", "0.5", "--drain", "3"], {
+      timeoutMs: 30_000,
+      env: { ...process.env, BLOCKKIT_SERVER: baseUrl, BLOCKKIT_TOKEN: TOKEN, BLOCKKIT_SIM_CHILD: "" },
+      onStderr: (text, child) => {
+        if (!sent && /\[0:0\d\/1:00\] blocks 2\/2/.test(text) && child.pid) {
+          sent = true;
+          process.kill(child.pid, "SIGINT");
+        }
+      },
+    });
+    expect(sent).toBe(true);
+    expect(run.code, run.stderr).toBe(130);
+    expect(run.stderr).toMatch(/^stopping: waiting up to 3 s for the activations, readings and commands in flight, then cleaning up/m);
+    expect(run.stderr).toMatch(/interrupted \(SIGINT\) after [\d.]+ of 60 s measured: not a pass, exit 130/);
+    expect(run.stderr).toContain("cleanup: 2 blocks unpaired, 0 callbacks removed");
+  });
 });
