@@ -254,6 +254,17 @@ export const MIN_MEASURED_S = 1;
  * Human lines for the end of a headless run (stderr). A run stopped by a signal during its start-up
  * (the report's `interrupted`) says so instead of blaming the server.
  */
+/**
+ * What the errors were, most frequent first (`errors: activate_http_401 1`): the count alone left a
+ * user with a mistyped token to guess from "1 errors" and the hint of `FAIL: no block activated`.
+ */
+function errorKinds(r: Report): string[] {
+  const kinds = Object.entries(r.errors_by_kind ?? {}).sort((a, b) => b[1] - a[1]);
+  if (kinds.length === 0) return [];
+  const shown = kinds.slice(0, 6).map(([k, n]) => `${k} ${n}`);
+  return [`errors: ${shown.join(", ")}${kinds.length > 6 ? `, … and ${kinds.length - 6} more kinds` : ""}`];
+}
+
 export function summaryLines(r: Report): string[] {
   const lat = (name: string, s: Report["latency_ms"]["ingest"]): string =>
     s.count === 0 ? `${name}: no samples` : `${name}: p50 ${ms(s.p50)} p90 ${ms(s.p90)} p99 ${ms(s.p99)} max ${ms(s.max)} ms (${s.count})`;
@@ -263,6 +274,7 @@ export function summaryLines(r: Report): string[] {
   const lines = [
     `blocks ${r.blocks.activated}/${r.blocks.planned} activated${r.blocks.in_flight_at_stop ? `, ${r.blocks.in_flight_at_stop} in flight at the stop` : ""}, events ${r.counts.events_acked}/${r.counts.events_sent} acked, ${r.counts.errors} errors, ${r.counts.throttled ?? 0} throttled, ` +
       (measured ? `${r.events_per_s}/s` : `rate ${notMeasured}`),
+    ...errorKinds(r),
     lat("ingest ack", r.latency_ms.ingest),
     lat("command round trip", r.latency_ms.command) +
       (r.counts.commands_put_unanswered_at_stop ? `, ${r.counts.commands_put_unanswered_at_stop} PUT${r.counts.commands_put_unanswered_at_stop === 1 ? "" : "s"} unanswered at the stop` : ""),

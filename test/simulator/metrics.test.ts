@@ -163,6 +163,14 @@ describe("report", () => {
     expect(summaryLines(none).join("\n")).toContain("FAIL: no block activated");
   });
 
+  it("names the errors' kinds under the counts, most frequent first (before: \"1 errors\" alone, e.g. for a mistyped token)", () => {
+    const lines = summaryLines({ ...buildReport(input(0)), errors_by_kind: { poll_network: 3, activate_http_401: 5 } });
+    expect(lines[1]).toBe("errors: activate_http_401 5, poll_network 3");
+    const many = Object.fromEntries(Array.from({ length: 8 }, (_v, k) => [`kind_${k}`, 8 - k]));
+    expect(summaryLines({ ...buildReport(input(0)), errors_by_kind: many })[1]).toBe("errors: kind_0 8, kind_1 7, kind_2 6, kind_3 5, kind_4 4, kind_5 3, … and 2 more kinds");
+    expect(summaryLines(buildReport(input(0))).join("\n")).not.toMatch(/^errors:/m);
+  });
+
   it("says a run stopped during start-up was interrupted, not failed by the server, and measures nothing over its empty window", () => {
     const i = input(0);
     const early = buildReport({ ...i, measuredMs: 0, measuredAcked: 0, blocks: { planned: 3, activated: 0, failed: 3 } });
