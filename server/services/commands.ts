@@ -53,6 +53,12 @@ function isDirect(row: CommandRow): row is DirectCommand {
 
 /** A direct hand-over whose response never reports back within this time is queued instead, ms. */
 const DIRECT_SETTLE_MS = 10_000;
+/**
+ * A queued command handed to a poll is not handed to another poll of this instance until its answer
+ * was written and the command removed (or the answer was lost), nor for longer than this, ms: a
+ * route that never reports back must not keep a command from its block.
+ */
+const HANDED_OUT_MS = 10_000;
 
 /** Bus channel that carries the node id of every newly queued command. */
 export const COMMANDS_CHANNEL = "commands";
@@ -72,6 +78,13 @@ export class CommandHub {
   private unsubscribe: (() => void) | undefined;
   private unsubscribeResync: (() => void) | undefined;
   private stopped = false;
+  /**
+   * Queued commands handed to a poll whose fate is not known yet, by id, with the performance.now()
+   * past which they may be handed out again. Without it a block that polls again as soon as an
+   * answer arrives got the same command a second time: the answer's removal from the queue had not
+   * committed when its next poll read the queue.
+   */
+  private readonly handedOut = new Map<number, number>();
   readonly stats = { queued: 0, delivered: 0, direct: 0 };
 
   constructor(
@@ -186,8 +199,9 @@ export class CommandHub {
     w.checking = true;
     w.again = false;
     this.store.commands.pending(w.nodeId, this.clock()).then(
-      (rows) => {
+      (all) => {
         w.checking = false;
+        const rows = this.handedOut.size === 0 ? all : all.filter((r) => !this.isHandedOut(r.id));
         if (rows.length > 0 || this.stopped || w.holdMs === 0) this.finish(w, rows);
         else if (w.again) this.check(w);
       },
@@ -200,9 +214,21 @@ export class CommandHub {
     );
   }
 
+  private isHandedOut(id: number): boolean {
+    const until = this.handedOut.get(id);
+    if (until === undefined) return false;
+    if (until > performance.now()) return true;
+    this.handedOut.delete(id);
+    return false;
+  }
+
   private finish(w: Waiter, rows: CommandRow[]): void {
     if (w.done) return;
     w.done = true;
+    if (rows.length > 0) {
+      const until = performance.now() + HANDED_OUT_MS;
+      for (const r of rows) if (!isDirect(r)) this.handedOut.set(r.id, until);
+    }
     if (this.waiters.get(w.nodeId) === w) this.waiters.delete(w.nodeId);
     w.resolve(rows);
   }
@@ -220,13 +246,31 @@ export class CommandHub {
       else queued.push(r.id);
     }
     if (queued.length === 0) return;
-    await this.store.commands.remove(queued);
+    try {
+      await this.store.commands.remove(queued);
+    } catch (err) {
+      // Still queued: delivered again (at least once), to a poll held meanwhile too.
+      this.release(rows.filter((r) => !isDirect(r)));
+      throw err;
+    }
+    for (const id of queued) this.handedOut.delete(id);
     this.stats.delivered += queued.length;
   }
 
   /** Called when the response carrying these commands could not be written: they stay (or get) queued. */
   lost(rows: CommandRow[]): void {
     for (const r of rows) if (isDirect(r)) r.settle(false);
+    this.release(rows.filter((r) => !isDirect(r)));
+  }
+
+  /** Queued commands whose answer never went out: free to hand out again, to a poll held meanwhile too. */
+  private release(rows: CommandRow[]): void {
+    if (rows.length === 0) return;
+    for (const r of rows) this.handedOut.delete(r.id);
+    for (const nodeId of new Set(rows.map((r) => r.node_id))) {
+      const w = this.waiters.get(nodeId);
+      if (w) this.check(w);
+    }
   }
 
   get heldPolls(): number {

@@ -108,9 +108,14 @@ describe("commands", () => {
     const hub = t.server.services.commands;
     const rows = await hub.poll(NODE, () => {}, 0);
     expect(rows.map((r) => r.da)).toEqual(["1"]);
-    // No response was written for these rows: they are still there.
-    expect((await hub.poll(NODE, () => {}, 0)).map((r) => r.da)).toEqual(["1"]);
-    await hub.delivered(rows);
+    // Still queued while the answer carrying them is on its way, but not handed to another poll.
+    expect((await t.server.services.store.commands.pending(NODE, Date.now())).map((r) => r.da)).toEqual(["1"]);
+    expect(await hub.poll(NODE, () => {}, 0)).toEqual([]);
+    // No response could be written for these rows: they are handed out again.
+    hub.lost(rows);
+    const again = await hub.poll(NODE, () => {}, 0);
+    expect(again.map((r) => r.da)).toEqual(["1"]);
+    await hub.delivered(again);
     expect(await hub.poll(NODE, () => {}, 0)).toEqual([]);
   });
 
