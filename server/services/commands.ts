@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import type { Command } from "../../protocol/payloads.js";
 import type { Bus } from "../bus/types.js";
 import type { CommandRow, DeviceRow, Store } from "../store/types.js";
+import { HandedOut } from "./handed-out.js";
 
 /**
  * Handles a command for a device that is not on a block (service devices such as the Webhooks or
@@ -53,12 +54,6 @@ function isDirect(row: CommandRow): row is DirectCommand {
 
 /** A direct hand-over whose response never reports back within this time is queued instead, ms. */
 const DIRECT_SETTLE_MS = 10_000;
-/**
- * A queued command handed to a poll is not handed to another poll of this instance until its answer
- * was written and the command removed (or the answer was lost), nor for longer than this, ms: a
- * route that never reports back must not keep a command from its block.
- */
-const HANDED_OUT_MS = 10_000;
 
 /** Bus channel that carries the node id of every newly queued command. */
 export const COMMANDS_CHANNEL = "commands";
@@ -78,13 +73,8 @@ export class CommandHub {
   private unsubscribe: (() => void) | undefined;
   private unsubscribeResync: (() => void) | undefined;
   private stopped = false;
-  /**
-   * Queued commands handed to a poll whose fate is not known yet, by id, with the performance.now()
-   * past which they may be handed out again. Without it a block that polls again as soon as an
-   * answer arrives got the same command a second time: the answer's removal from the queue had not
-   * committed when its next poll read the queue.
-   */
-  private readonly handedOut = new Map<number, number>();
+  /** Queued commands handed to a poll whose fate is not known yet (handed-out.ts). */
+  private readonly handedOut = new HandedOut();
   readonly stats = { queued: 0, delivered: 0, direct: 0 };
 
   constructor(
@@ -147,10 +137,10 @@ export class CommandHub {
       created: now,
       expires: now + this.options.ttlMs,
     };
-    // Only a waiter that has seen an empty queue (not checking it now) takes a command directly,
-    // so a direct command never overtakes a queued one.
+    // Only a waiter that has seen an empty queue (not checking it now), with no queued command on
+    // its way to the block, takes a command directly, so a direct command never overtakes a queued one.
     const w = this.waiters.get(device.node_id);
-    if (w && !w.done && !w.checking && !this.stopped) {
+    if (w && !w.done && !w.checking && !this.stopped && !this.handedOut.hasNode(device.node_id)) {
       const written = await new Promise<boolean>((settle) => {
         const timer = setTimeout(() => settle(false), DIRECT_SETTLE_MS);
         const direct: DirectCommand = {
@@ -201,7 +191,9 @@ export class CommandHub {
     this.store.commands.pending(w.nodeId, this.clock()).then(
       (all) => {
         w.checking = false;
-        const rows = this.handedOut.size === 0 ? all : all.filter((r) => !this.isHandedOut(r.id));
+        // A command of the node still on its way to it: nothing goes out before its fate is known
+        // (removed, or handed out again first), so the queue's order holds even if its answer is lost.
+        const rows = this.handedOut.size > 0 && all.some((r) => this.handedOut.has(r.id)) ? [] : all;
         if (rows.length > 0 || this.stopped || w.holdMs === 0) this.finish(w, rows);
         else if (w.again) this.check(w);
       },
@@ -214,21 +206,18 @@ export class CommandHub {
     );
   }
 
-  private isHandedOut(id: number): boolean {
-    const until = this.handedOut.get(id);
-    if (until === undefined) return false;
-    if (until > performance.now()) return true;
-    this.handedOut.delete(id);
-    return false;
+  /** A node's held poll reads its queue again (something of it was settled). */
+  private recheck(nodeIds: Iterable<string>): void {
+    for (const nodeId of nodeIds) {
+      const w = this.waiters.get(nodeId);
+      if (w) this.check(w);
+    }
   }
 
   private finish(w: Waiter, rows: CommandRow[]): void {
     if (w.done) return;
     w.done = true;
-    if (rows.length > 0) {
-      const until = performance.now() + HANDED_OUT_MS;
-      for (const r of rows) if (!isDirect(r)) this.handedOut.set(r.id, until);
-    }
+    for (const r of rows) if (!isDirect(r)) this.handedOut.add(r.id, r.node_id);
     if (this.waiters.get(w.nodeId) === w) this.waiters.delete(w.nodeId);
     w.resolve(rows);
   }
@@ -236,6 +225,10 @@ export class CommandHub {
   private endHolds(): void {
     const now = performance.now();
     for (const w of this.waiters.values()) if (w.deadline <= now) this.finish(w, []);
+    // Handed-out commands whose route never reported back: free again, and a poll held meanwhile
+    // gets them now rather than at the end of its hold.
+    const expired = this.handedOut.expire();
+    if (expired) this.recheck(expired);
   }
 
   /** Called once the response carrying these commands was written. */
@@ -253,8 +246,14 @@ export class CommandHub {
       this.release(rows.filter((r) => !isDirect(r)));
       throw err;
     }
-    for (const id of queued) this.handedOut.delete(id);
+    const nodes = new Set<string>();
+    for (const id of queued) {
+      const nodeId = this.handedOut.settle(id);
+      if (nodeId !== undefined) nodes.add(nodeId);
+    }
     this.stats.delivered += queued.length;
+    // A poll held while these were on their way waited for them: the commands behind them go now.
+    this.recheck(nodes);
   }
 
   /** Called when the response carrying these commands could not be written: they stay (or get) queued. */
@@ -266,11 +265,8 @@ export class CommandHub {
   /** Queued commands whose answer never went out: free to hand out again, to a poll held meanwhile too. */
   private release(rows: CommandRow[]): void {
     if (rows.length === 0) return;
-    for (const r of rows) this.handedOut.delete(r.id);
-    for (const nodeId of new Set(rows.map((r) => r.node_id))) {
-      const w = this.waiters.get(nodeId);
-      if (w) this.check(w);
-    }
+    for (const r of rows) this.handedOut.settle(r.id);
+    this.recheck(new Set(rows.map((r) => r.node_id)));
   }
 
   get heldPolls(): number {

@@ -9,8 +9,9 @@ import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LocalBus } from "../../server/bus/local.js";
 import { CommandHub } from "../../server/services/commands.js";
-import type { CommandRow, Store } from "../../server/store/types.js";
+import type { CommandRow, DeviceRow, Store } from "../../server/store/types.js";
 import { STORES } from "../helpers/stores.js";
+import { waitFor } from "../helpers/wait.js";
 
 const NODE = "HANDEDOUT001";
 
@@ -39,8 +40,36 @@ describe.each(STORES)("a command handed to a poll ($name)", (impl) => {
   });
 
   const noop = (): void => undefined;
+  const device: DeviceRow = {
+    id: 1,
+    guid: `${NODE}_0_0_1002`,
+    user_id: 1,
+    node_id: NODE,
+    g: "0",
+    v: 0,
+    d: 1002,
+    short_name: null,
+    is_silent: false,
+    meta: {},
+    last_da: null,
+    last_ts: null,
+    created: 0,
+  };
 
-  it("is not handed to the next poll while its removal is in flight, and is gone after it", async () => {
+  /** Counts the store's reads of the queue (each held poll's look at it). */
+  function countReads(): { readonly n: number } {
+    const real = store.commands.pending.bind(store.commands);
+    const reads = { n: 0 };
+    store.commands.pending = async (nodeId, now) => {
+      const rows = await real(nodeId, now);
+      reads.n++;
+      return rows;
+    };
+    return reads;
+  }
+
+  /** The store's removal waits for the returned release(). */
+  function holdRemovals(): () => void {
     const real = store.commands.remove.bind(store.commands);
     let release: () => void = () => undefined;
     const gate = new Promise<void>((r) => (release = r));
@@ -48,6 +77,46 @@ describe.each(STORES)("a command handed to a poll ($name)", (impl) => {
       await gate;
       return real(ids);
     };
+    return release;
+  }
+
+  it("keeps a newer command behind it (never handed over directly) while it is on its way; lost, the two go out in order", async () => {
+    const first = await hub.poll(NODE, noop);
+    const reads = countReads();
+    let second: CommandRow[] | null = null;
+    const held = hub.poll(NODE, noop).then((rows) => (second = rows));
+    // Held, and done reading the queue: a waiter that saw nothing it may hand out.
+    await waitFor("the second poll's read", () => reads.n === 1, 5_000);
+    await Promise.resolve();
+    expect(hub.heldPolls).toBe(1);
+    // A user's command while the first is on its way: queued behind it, not handed to the held poll.
+    await within(hub.send(device, "2"), "the send");
+    expect((await store.commands.pending(NODE, Date.now())).map((r) => r.da)).toEqual(["1", "2"]);
+    expect(second).toBeNull();
+    hub.lost(first);
+    expect((await within(held, "the held poll's answer")).map((r) => r.da)).toEqual(["1", "2"]);
+  });
+
+  it("hands a command queued behind it to the poll held meanwhile once its removal commits", async () => {
+    const release = holdRemovals();
+    const first = await hub.poll(NODE, noop);
+    const removal = hub.delivered(first);
+    const reads = countReads();
+    let second: CommandRow[] | null = null;
+    const held = hub.poll(NODE, noop).then((rows) => (second = rows));
+    await waitFor("the held poll's first read", () => reads.n === 1, 5_000);
+    await within(hub.send(device, "2"), "the send");
+    // The send woke the held poll: it read the queue again and still waits for the older command's fate.
+    await waitFor("the held poll's read after the send", () => reads.n === 2, 5_000);
+    await Promise.resolve();
+    expect(second).toBeNull();
+    release();
+    await removal;
+    expect((await within(held, "the held poll's answer")).map((r) => r.da)).toEqual(["2"]);
+  });
+
+  it("is not handed to the next poll while its removal is in flight, and is gone after it", async () => {
+    const release = holdRemovals();
     const first = await hub.poll(NODE, noop);
     expect(first.map((r) => r.da)).toEqual(["1"]);
     const removal = hub.delivered(first);
