@@ -190,16 +190,25 @@ export function blockEventRoutes(app: FastifyInstance, s: Services): void {
     if (isConstrainedClient(request.headers)) {
       // One command per answer; the rest stay queued for its next polls, in order.
       const a = constrainedAnswer(polled);
+      // It closes after each answer anyway; closing here too means a missed answer (an error one
+      // included) never leaves it waiting on a kept-alive socket.
+      reply.header("connection", "close");
       for (const r of a.dropped) {
         request.log.warn({ guid: r.guid, bytes: r.da.length }, "command too long for a Ninja Arduino client's 128-byte read: dropped");
       }
-      if (a.dropped.length > 0) await s.commands.delivered(a.dropped);
-      s.commands.lost(polled.filter((r) => !a.sent.includes(r) && !a.dropped.includes(r)));
+      const rest = polled.filter((r) => !a.sent.includes(r) && !a.dropped.includes(r));
+      if (a.dropped.length > 0) {
+        try {
+          await s.commands.delivered(a.dropped);
+        } catch (err) {
+          // This answer is an error: what it would have carried goes to the next poll, in order.
+          s.commands.lost([...a.sent, ...rest]);
+          throw err;
+        }
+      }
+      s.commands.lost(rest);
       rows = a.sent;
       constrained = a.body;
-      // It closes after each answer anyway; closing here too means a missed answer never leaves
-      // it waiting on a kept-alive socket.
-      reply.header("connection", "close");
     }
     if (rows.length > 0) {
       // Removed from the queue only once the response carrying them was written.
