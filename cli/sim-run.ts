@@ -16,7 +16,7 @@ import { type ViewSource, runnerSource } from "../simulator/tui/view.js";
 import { WorkerPool } from "../simulator/workers/pool.js";
 import { runWorker } from "../simulator/workers/worker.js";
 import type { SimFlags } from "./sim.js";
-import { PARENT_SIGINT } from "./respawn.js";
+import { ParentSigints, takeParentSigints } from "./respawn.js";
 import { target } from "./sim-target.js";
 
 export function buildScenario(f: SimFlags): LoadedScenario {
@@ -185,11 +185,16 @@ export async function runSim(flags: SimFlags): Promise<void> {
   };
   // The TUI's q and Ctrl-C (keys in raw mode, not signals) are the same request as a Ctrl-C.
   const quitIsCtrlC = (source: ViewSource): ViewSource => ({ ...source, quit: () => interrupt("SIGINT") });
-  process.on("SIGINT", onSignal);
+  const sigints = new ParentSigints();
+  process.on("SIGINT", () => {
+    sigints.direct(performance.now());
+    onSignal("SIGINT");
+  });
   process.on("SIGTERM", onSignal);
-  // A SIGINT sent to the respawning parent alone (respawn.ts): a Ctrl-C, unless one is handled already.
-  process.on(PARENT_SIGINT, () => {
-    if (!stopping) onSignal("SIGINT");
+  // A SIGINT sent to the respawning parent alone (respawn.ts) is a Ctrl-C, a second one included;
+  // the echo of the terminal's Ctrl-C, which reached this process too, is not.
+  takeParentSigints(() => {
+    if (sigints.forwarded(performance.now())) onSignal("SIGINT");
   });
   if (!tui) process.stderr.write(`starting: ${total} blocks${workers > 1 ? ` in ${workers} worker processes` : ""}\n`);
   let outcome: Outcome;

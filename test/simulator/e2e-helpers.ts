@@ -30,6 +30,8 @@ export interface SimHow {
   env?: NodeJS.ProcessEnv;
   /** Called with each chunk of stderr and the child (in its own process group, as a terminal's job). */
   onStderr?: (text: string, child: ChildProcess) => void;
+  /** Called once the command's process is spawned. */
+  onSpawn?: (child: ChildProcess) => void;
 }
 
 export function sim(args: string[], timeoutOrHow: number | SimHow = 40_000): Promise<Run> {
@@ -41,6 +43,7 @@ export function sim(args: string[], timeoutOrHow: number | SimHow = 40_000): Pro
       ? spawn("/bin/sh", ["-c", `${how.shell}; exec "$@"`, "sh", ...argv], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: how.env, detached: true })
       : spawn(argv[0] as string, argv.slice(1), { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: how.env ?? process.env, detached: true });
     children.add(child);
+    how.onSpawn?.(child);
     let stderr = "";
     child.stderr.on("data", (c: Buffer) => {
       stderr += c.toString();

@@ -3,11 +3,26 @@
  * repeated to the group, SIGINT or SIGTERM during start-up): the exit code, the summary, the report
  * and the fleet unpaired. A real server on loopback, the sim a child process in its own group.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Report } from "../../simulator/report.js";
+import { waitFor } from "../helpers/wait.js";
 import { TOKEN, api, baseUrl, dir, sim, useServer } from "./e2e-helpers.js";
+
+/** The pid of the process's child that runs the command line again (not tsx's esbuild), if any yet. */
+function respawned(pid: number): number | undefined {
+  const file = `/proc/${pid}/task/${pid}/children`;
+  if (!existsSync(file)) return undefined;
+  const pids = readFileSync(file, "utf8").split(" ").filter(Boolean).map(Number);
+  return pids.find((c) => {
+    try {
+      return readFileSync(`/proc/${c}/cmdline`, "utf8").includes("cli/index.ts");
+    } catch {
+      return false; // gone meanwhile
+    }
+  });
+}
 
 /**
  * The summary's `blocks N/M activated` and the cleanup's `N blocks unpaired` agree (issue 18: "0/3
@@ -137,6 +152,28 @@ describe("blockkit sim against a real server", () => {
     expect(run.stderr).toMatch(/^cleanup: \d blocks unpaired/m);
     expect(Object.keys(await api.blocks()).filter((n) => n.startsWith("SIM82N"))).toEqual([]);
     expect(unpairedAsActivated(run.stderr), run.stderr).toBe(true);
+  });
+
+  // The respawned child loads the command line and reads its scenario before its run listens for the
+  // parent's forward; meanwhile SIGUSR2's default action ended it, and the command with exit 1.
+  it("a SIGINT to the command's process while its child is still loading ends the run as a Ctrl-C, exit 130", { timeout: 60_000 }, async () => {
+    const sent: { pid: Promise<number> | null } = { pid: null };
+    const run = await sim(["--headless", "--blocks", "2", "--devices", "1", "--duration", "60", "--seed", "84", "--callbacks", "0", "--drain", "3"], {
+      timeoutMs: 30_000,
+      env: { ...process.env, BLOCKKIT_SERVER: baseUrl, BLOCKKIT_TOKEN: TOKEN, BLOCKKIT_SIM_CHILD: "" },
+      onSpawn: (child) => {
+        const pid = child.pid as number;
+        // As soon as the child exists: it has not loaded its first module yet.
+        sent.pid = waitFor("the respawned child", () => respawned(pid), 10_000, 1).then((c) => {
+          process.kill(pid, "SIGINT");
+          return c;
+        });
+      },
+    });
+    expect(await sent.pid, run.stderr).toBeGreaterThan(0);
+    expect(run.code, run.stderr).toBe(130);
+    expect(run.stderr).toMatch(/^stopping: /m);
+    expect(run.stderr).toMatch(/interrupted \(SIGINT\)/);
   });
 
   // `kill -INT PID` of the command (a script, a supervisor) reaches only the respawning parent, which

@@ -55,9 +55,14 @@ describe("blockkit sim's second Ctrl-C during the cleanup", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("names the blocks still paired and the callbacks removed, then the command that finishes it", { timeout: 60_000 }, async () => {
+  // In the process that runs the fleet (BLOCKKIT_SIM_CHILD=1: no respawn), and through the respawning
+  // parent alone (`kill -INT PID` twice: the second was ignored, and the cleanup ran on to its bound).
+  it.each([
+    { how: "Ctrl-C in the fleet's process", env: { BLOCKKIT_SIM_CHILD: "1" } },
+    { how: "SIGINT to the respawning parent alone", env: { BLOCKKIT_SIM_CHILD: "" } },
+  ])("names the blocks still paired and the callbacks removed, then the command that finishes it ($how)", { timeout: 60_000 }, async ({ env }) => {
     const args = ["sim", "--headless", "--server", proxy.url, "--token", TOKEN, "--blocks", "3", "--devices", "1", "--duration", "60", "--commands", "0", "--callbacks", "1", "--seed", "93", "--drain", "1", "--progress", "0.2", "--cleanup"];
-    const p = spawnCli(args, { BLOCKKIT_SIM_CHILD: "1" });
+    const p = spawnCli(args, env);
     run = p;
     // All three blocks activated, and a callback delivered: the callback is registered.
     await p.waitForErrLine(/ blocks 3\/3 .* cb [1-9]/, 20_000);
