@@ -182,6 +182,13 @@ describe.skipIf(!PG_AVAILABLE)("the one-shot store commands on PostgreSQL", () =
         expect(r.err).toContain(`blockkit migrate --db ${db.url}`);
         expect(r.out).toBe("");
       }
+      // The command it names is printed without a password given as a parameter (trust auth here ignores it).
+      const withPassword = `${db.url}${db.url.includes("?") ? "&" : "?"}password=hunter2-secret`;
+      const masked = await blockkit([...(commands(["--db", withPassword])[0] as string[])]);
+      expect(masked.code, masked.err).toBe(2);
+      expect(masked.err).toContain("blockkit migrate --db ");
+      expect(masked.err).toContain("password=***");
+      expect(masked.err).not.toContain("hunter2-secret");
       // No migration, and no readings partition either (the server makes those).
       expect(await pgContents(db.schema)).toEqual(before);
       expect((await blockkit(["migrate", "--db", db.url])).code).toBe(0);

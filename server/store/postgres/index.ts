@@ -100,7 +100,9 @@ async function requireCurrentPg(pool: pg.Pool, options: PostgresStoreOptions, sh
   }
   const names = (await pool.query<{ name: string }>("SELECT name FROM schema_migrations")).rows.map((r) => r.name);
   const u = new URL(options.url);
+  // The command it names is printed: no password in it, given in the userinfo or as a parameter.
   if (u.password !== "") u.password = "***";
+  for (const key of ["password", "sslpassword"]) if (u.searchParams.has(key)) u.searchParams.set(key, "***");
   requireCurrent(`at ${shown}`, schemaState(names, PG_MIGRATIONS.map((m) => m.name)), `blockkit migrate --db ${u.toString()}`);
 }
 
