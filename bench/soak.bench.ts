@@ -109,8 +109,8 @@ function print(samples: Sample[], steadyS: number, streamed: number, fleetExit: 
   }
   process.stdout.write(`stream follower: ${streamed} events; fleet exit ${fleetExit}\n`);
   try {
-    const r = JSON.parse(readFileSync(report, "utf8")) as { counts?: Record<string, number>; errors?: Record<string, number> };
-    process.stdout.write(`fleet counts: ${JSON.stringify(r.counts)}\nfleet errors: ${JSON.stringify(r.errors ?? {})}\n`);
+    const r = JSON.parse(readFileSync(report, "utf8")) as { counts?: Record<string, number>; errors_by_kind?: Record<string, number> };
+    process.stdout.write(`fleet counts: ${JSON.stringify(r.counts)}\nfleet errors: ${JSON.stringify(r.errors_by_kind ?? {})}\n`);
   } catch (e) {
     process.stdout.write(`fleet report unreadable: ${(e as Error).message}\n`);
   }

@@ -251,10 +251,6 @@ function cpuText(sim: Report["simulator"]): string {
 export const MIN_MEASURED_S = 1;
 
 /**
- * Human lines for the end of a headless run (stderr). A run stopped by a signal during its start-up
- * (the report's `interrupted`) says so instead of blaming the server.
- */
-/**
  * What the errors were, most frequent first (`errors: activate_http_401 1`): the count alone left a
  * user with a mistyped token to guess from "1 errors" and the hint of `FAIL: no block activated`.
  */
@@ -265,6 +261,10 @@ function errorKinds(r: Report): string[] {
   return [`errors: ${shown.join(", ")}${kinds.length > 6 ? `, … and ${kinds.length - 6} more kinds` : ""}`];
 }
 
+/**
+ * Human lines for the end of a headless run (stderr). A run stopped by a signal during its start-up
+ * (the report's `interrupted`) says so instead of blaming the server.
+ */
 export function summaryLines(r: Report): string[] {
   const lat = (name: string, s: Report["latency_ms"]["ingest"]): string =>
     s.count === 0 ? `${name}: no samples` : `${name}: p50 ${ms(s.p50)} p90 ${ms(s.p90)} p99 ${ms(s.p99)} max ${ms(s.max)} ms (${s.count})`;

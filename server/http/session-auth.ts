@@ -2,9 +2,10 @@
  * The session cookie as a user credential on the REST API and the live stream, for the dashboard
  * pages (same login as the settings pages). A query credential, when given, always wins.
  *  - HTTP: the cookie counts only with the page's CSRF token in the `X-CSRF-Token` header. A
- *    cross-site page cannot set that header without a CORS preflight (which this server never
- *    allows) and cannot read the token, so a forged request fails; GETs with side effects (camera
- *    snapshots, direct activation) are covered too.
+ *    cross-site page cannot set that header without a CORS preflight allowing it (the only one this
+ *    server answers, the stream listener's camera path, allows it to no one: stream-cors.ts) and
+ *    cannot read the token, so a forged request fails; GETs with side effects (camera snapshots,
+ *    direct activation) are covered too.
  *  - WebSocket: browsers send cookies on cross-site WebSocket handshakes and no preflight happens,
  *    so the handshake's `Origin` must be this server's own origin (non-browser clients send none).
  */
