@@ -16,6 +16,7 @@ import { parseRecording } from "../../simulator/replay.js";
 import { playRecording } from "../../simulator/replay-player.js";
 import { SimRunner } from "../../simulator/runner.js";
 import { validateScenario } from "../../simulator/scenario/parse.js";
+import { loopbackServer } from "../helpers/http.js";
 
 const TOKEN = "admin-token-0123456789";
 
@@ -42,11 +43,11 @@ describe("simulator findings against a real server", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const run = (doc: Record<string, unknown>, o: { stream?: boolean } = {}): SimRunner => {
+  const run = (doc: Record<string, unknown>, o: { stream?: boolean | string } = {}): SimRunner => {
     const r = new SimRunner({
       scenario: validateScenario({ commands: { rate: 0 }, callbacks: { devices: 0 }, duration_s: 60, ...doc }),
       baseUrl: urls.baseUrl,
-      streamUrl: o.stream === false ? undefined : urls.streamUrl,
+      streamUrl: o.stream === false ? undefined : typeof o.stream === "string" ? o.stream : urls.streamUrl,
       token: TOKEN,
       drainTimeoutMs: 3000,
     });
@@ -78,6 +79,29 @@ describe("simulator findings against a real server", () => {
     await api.actuate(guid, "1");
     await vi.waitFor(() => expect(r.metrics.errorsByKind.get("snapshot_no_stream")).toBe(1), { timeout: 10_000, interval: 50 });
     expect(r.log.tail(10).some((e) => e.level === "error" && /camera snapshot upload without a stream URL failed \(snapshot_no_stream\); give the server's stream_url with --stream/.test(e.text))).toBe(true);
+  });
+
+  // The stream given but wrong: nothing listens there, or something that is not the stream listener.
+  it.each([
+    { what: "nothing listening", kind: "snapshot_network" },
+    { what: "an HTTP error", kind: "snapshot_http_404" },
+  ])("a camera whose upload to the given stream fails ($what) counts $kind and logs it, naming the stream", { timeout: 20_000 }, async ({ what, kind }) => {
+    const wrong = await loopbackServer((_req, res) => res.writeHead(404).end());
+    if (what === "nothing listening") await wrong.close();
+    try {
+      const prefix = what === "nothing listening" ? "DEADSTREAMCA" : "HTTP4STREAMC";
+      const r = run({ blocks: { count: 1, node_id: `${prefix}{index:4}` }, devices: [{ type: "camera", G: "0" }] }, { stream: `${wrong.url}/rest/v0` });
+      await r.start();
+      const guid = `${prefix}0000_0_0_1004`;
+      await vi.waitFor(async () => expect((await api.device(guid)).device_type).toBe("camera"), { timeout: 10_000, interval: 100 });
+      await api.actuate(guid, "1");
+      await vi.waitFor(() => expect(r.metrics.errorsByKind.get(kind)).toBe(1), { timeout: 10_000, interval: 50 });
+      expect(r.metrics.counters.snapshots_sent).toBe(0);
+      const line = `camera snapshot upload to ${wrong.url}/rest/v0 failed (${kind})`;
+      expect(r.log.tail(10).some((e) => e.level === "error" && e.text.includes(line)), JSON.stringify(r.log.tail(10))).toBe(true);
+    } finally {
+      if (what !== "nothing listening") await wrong.close();
+    }
   });
 
   it("the progress line's rate is the summary's rate", { timeout: 20_000 }, async () => {
