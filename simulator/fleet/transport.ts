@@ -1,16 +1,20 @@
 /**
  * The fleet's HTTP connections, shared by all its blocks. Held calls (the commands long-poll and
- * activation) each keep a connection busy for up to 30 s, so they go to undici clients without a
- * cap on connections (held-pool.ts: the free ones on a stack); short calls (readings, snapshots) share a small pool of always-free
- * connections. Mixing them in one pool would have the short calls scan past ten thousand busy
- * long-poll connections to find a free one.
+ * activation) each keep a connection busy for up to 30 s, so they get a connection each, without a
+ * cap, the idle ones on a stack (a block's renewed poll takes the connection its last poll freed);
+ * short calls (readings, snapshots) share a small pool of always-free connections. Mixing them in
+ * one pool would have the short calls scan past ten thousand busy long-poll connections to find a
+ * free one.
  *
- * Short calls to a plain-http server go through the simulator's own HTTP/1.1 client
- * (simulator/transport/), pipelined: the calls of one tick share a connection and leave in one
- * write. At ten thousand readings a second, undici's dispatch path was two thirds of the
- * simulator's CPU per event, and a write per request a fifth of it. With `kind` "undici"
- * (`blockkit sim --transport undici`) they go through an undici agent with as many connections
- * instead, as do short calls to an https server in either case.
+ * Both go through the simulator's own HTTP/1.1 client (simulator/transport/) to a plain-http
+ * server: the short calls pipelined (the calls of one tick share a connection and leave in one
+ * write), the held calls one per connection, checked for their deadlines once a second. At ten
+ * thousand readings a second, undici's dispatch path was two thirds of the simulator's CPU per
+ * event, and a write per request a fifth of it; its objects per held call (a poll lives 30 s, long
+ * enough to be promoted) were most of what an idle fleet's garbage collector worked on. With `kind`
+ * "undici" (`blockkit sim --transport undici`) both go through undici instead (the held calls
+ * through held-pool.ts, an undici dispatcher with the same stack of free connections), as do the
+ * calls to an https server in either case.
  */
 import { Agent } from "undici";
 import { type BlockTransport, type TransportCallbacks, type TransportRequest, type TransportResponse, dispatchTo } from "../../protocol/transport.js";
@@ -36,24 +40,36 @@ export const PIPELINING = 8;
 
 export function fleetTransport(shortConnections = SHORT_CONNECTIONS, pipelining = PIPELINING, kind: ShortCallClient = "http1"): FleetTransport {
   if (!SHORT_CALL_CLIENTS.includes(kind)) throw new TypeError(`fleetTransport: kind must be one of ${SHORT_CALL_CLIENTS.join(", ")}, got ${String(kind)}`);
-  const held = new HeldPool({ keepAliveTimeout: 60_000 });
+  const heldSecure = new HeldPool({ keepAliveTimeout: 60_000 });
   const secure = new Agent({ keepAliveTimeout: 60_000, connections: shortConnections, pipelining: 1 });
   const lean = kind === "http1" ? new Http1Transport({ connections: shortConnections, pipelining }) : null;
-  const router = new Router(new UndiciTransport(held), lean ?? new UndiciTransport(secure), new UndiciTransport(secure));
+  const leanHeld = kind === "http1" ? new Http1Transport({ connections: HELD_CONNECTIONS, pipelining: 1, sweepMs: HELD_SWEEP_MS }) : null;
+  const undiciHeld = new UndiciTransport(heldSecure);
+  const undiciSecure = new UndiciTransport(secure);
+  const router = new Router({ held: leanHeld ?? undiciHeld, plain: lean ?? undiciSecure }, { held: undiciHeld, plain: undiciSecure });
   return {
     transport: router,
     close: async () => {
-      await Promise.all([held.close(), secure.close(), lean?.close()]);
+      await Promise.all([heldSecure.close(), secure.close(), lean?.close(), leanHeld?.close()]);
     },
   };
 }
 
-/** Sends held calls to one transport and short ones to another; closing is the owner's (above). */
+/** The held calls' connections: one per call in flight, as many as the blocks (the open-file limit bounds them). */
+const HELD_CONNECTIONS = Number.MAX_SAFE_INTEGER;
+/** How often the held calls' deadlines are checked, ms (a poll is held 30 s). */
+const HELD_SWEEP_MS = 1_000;
+
+interface Routes {
+  held: BlockTransport;
+  plain: BlockTransport;
+}
+
+/** Sends held calls and short ones to their transports, plain http and https apart; closing is the owner's (above). */
 class Router implements BlockTransport {
   constructor(
-    private readonly held: BlockTransport,
-    private readonly plain: BlockTransport,
-    private readonly secure: BlockTransport,
+    private readonly plain: Routes,
+    private readonly secure: Routes,
   ) {}
 
   send(r: TransportRequest): Promise<TransportResponse> {
@@ -66,8 +82,8 @@ class Router implements BlockTransport {
   }
 
   private to(url: string): BlockTransport {
-    if (HELD.test(url)) return this.held;
-    return url.startsWith("http://") ? this.plain : this.secure;
+    const routes = url.startsWith("http://") ? this.plain : this.secure;
+    return HELD.test(url) ? routes.held : routes.plain;
   }
 
   async close(): Promise<void> {

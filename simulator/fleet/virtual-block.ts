@@ -4,6 +4,7 @@
  * CommandTarget that applies each command and reports the new value back as data, like hardware.
  * Its devices and their fields are made in devices.ts, its readings rate kept in block-rate.ts.
  */
+import pino from "pino";
 import type { BlockTransport } from "../../protocol/transport.js";
 import { type ActivationEnd, BlockAgent, type BlockAgentOptions, type CommandTarget, type Reading, type SendWindow } from "../../gateway/agent/index.js";
 import type { Command } from "../../protocol/payloads.js";
@@ -21,6 +22,13 @@ export type { SimDevice };
 
 /** The blocks' agents' backoff (their activation, uplink and commands poll): 0.5 s doubling to 10 s. */
 export const BLOCK_BACKOFF = { baseMs: 500, maxMs: 10_000, resetAfterMs: 10_000 } as const;
+
+/**
+ * Every block's agent logs here: silent (the simulator reports through its metrics and event log).
+ * One for the fleet: a logger of its own per agent (the agent's default) was a pino instance and its
+ * stdout stream per block, about a tenth of a block's heap.
+ */
+const AGENT_LOG = pino({ level: "silent" });
 
 export type BlockState = "waiting" | "activating" | "online" | "offline" | "paused" | "dropped" | "stopped";
 
@@ -92,6 +100,7 @@ export class VirtualBlock implements CommandTarget {
     );
     this.agent = new BlockAgent({
       nodeId,
+      logger: AGENT_LOG,
       client: this.client,
       outbox: this.outbox,
       tokens: new SimTokenStore(),

@@ -3,9 +3,10 @@
  * plain-http origin: the readings of thousands of simulated blocks. Connections to an origin are
  * kept open between calls, at most `connections` of them (pool.ts). A call takes an idle
  * connection, else opens one under the cap; once every connection is busy, up to `pipelining`
- * calls share one (HTTP/1.1 pipelining; the fleet pipelines 8, see simulator/fleet/transport.ts),
- * and the calls made in one tick on a connection leave in one write. Beyond that a call waits in
- * a FIFO queue.
+ * calls share one (HTTP/1.1 pipelining; the fleet pipelines 8 for its readings, see
+ * simulator/fleet/transport.ts), and the calls made in one tick on a connection leave in one
+ * write. Beyond that a call waits in a FIFO queue. Without pipelining (the fleet's held calls, a
+ * connection each) the idle connections wait on a stack, the one freed last taken first.
  *
  * Why not undici: at ten thousand readings a second, undici's dispatch path (its request object,
  * the WebAssembly llhttp parser with a callback per header, its handler wrapping and timers) cost
@@ -36,10 +37,12 @@ export interface Http1TransportOptions {
   maxQueue?: number;
   /** How long an idle connection stays open, ms (shortened by the server's Keep-Alive hint). Default 60 000. */
   idleTimeoutMs?: number;
+  /**
+   * How often deadlines and idle connections are checked, ms: a call times out up to this much
+   * late. Default 100. The held calls' transport (thousands of connections, 30 s holds) checks once a second.
+   */
+  sweepMs?: number;
 }
-
-/** How often deadlines and idle connections are checked, ms. */
-const SWEEP_MS = 100;
 /** URLs whose route is kept (a fleet's blocks have a few each); past it the routes are made anew. */
 const MAX_ROUTES = 100_000;
 
@@ -76,11 +79,12 @@ export class Http1Transport implements BlockTransport {
   private readonly pipelining: number;
   private readonly maxQueue: number;
   private readonly idleTimeoutMs: number;
+  private readonly sweepMs: number;
   private sweeper: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(o: Http1TransportOptions = {}) {
-    for (const name of ["connections", "pipelining", "maxQueue", "idleTimeoutMs"] as const) {
+    for (const name of ["connections", "pipelining", "maxQueue", "idleTimeoutMs", "sweepMs"] as const) {
       const v = o[name];
       if (v !== undefined && !(Number.isInteger(v) && v > 0)) throw new TypeError(`Http1Transport: ${name} must be a positive integer, got ${String(v)}`);
     }
@@ -88,6 +92,7 @@ export class Http1Transport implements BlockTransport {
     this.pipelining = o.pipelining ?? 1;
     this.maxQueue = o.maxQueue ?? 100_000;
     this.idleTimeoutMs = o.idleTimeoutMs ?? 60_000;
+    this.sweepMs = o.sweepMs ?? 100;
   }
 
   send(r: TransportRequest): Promise<TransportResponse> {
@@ -121,7 +126,7 @@ export class Http1Transport implements BlockTransport {
     if (!pool) {
       pool = new OriginPool(origin, this.connections, this.pipelining, this.maxQueue, this.idleTimeoutMs);
       this.origins.set(origin, pool);
-      this.sweeper ??= setInterval(() => this.sweep(), SWEEP_MS).unref();
+      this.sweeper ??= setInterval(() => this.sweep(), this.sweepMs).unref();
     }
     const route = new Route(pool, cut < 0 ? "/" : url.slice(cut));
     if (this.routes.size >= MAX_ROUTES) this.routes.clear();
@@ -154,7 +159,7 @@ export class Http1Transport implements BlockTransport {
     let queued = 0;
     for (const p of this.origins.values()) {
       opened += p.opened;
-      open += p.conns.length;
+      open += p.conns.size;
       queued += p.queueLength;
     }
     return { opened, open, queued };

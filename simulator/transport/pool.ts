@@ -1,9 +1,16 @@
-/** The connections of the HTTP/1.1 client to one origin, and the calls waiting for one. */
+/**
+ * The connections of the HTTP/1.1 client to one origin, and the calls waiting for one. Without
+ * pipelining (depth 1: the held calls, each keeping its connection for up to 30 s) the idle
+ * connections wait on a stack and a call takes the one freed last, so that a block's renewed poll
+ * gets the connection its previous poll just gave back, and nothing walks thousands of busy ones.
+ */
 import { Connection, type ConnectionPool } from "./connection.js";
 import type { Exchange } from "./exchange.js";
 
 export class OriginPool implements ConnectionPool {
-  readonly conns: Connection[] = [];
+  readonly conns = new Set<Connection>();
+  /** Depth 1: the connections that fell idle, last freed on top (some may be busy or gone since: skipped). */
+  private readonly idle: Connection[] = [];
   private queue: Exchange[] = [];
   private head = 0;
   opened = 0;
@@ -40,6 +47,7 @@ export class OriginPool implements ConnectionPool {
    * busy connection with room, else the queue.
    */
   submit(x: Exchange): void {
+    if (this.depth === 1) return this.submitOne(x);
     if (this.filling?.usable && this.filling.load < this.depth && this.filling.corked) return this.filling.start(x);
     let best: Connection | undefined;
     for (const c of this.conns) {
@@ -47,7 +55,7 @@ export class OriginPool implements ConnectionPool {
       best = c;
       if (c.load === 0) break;
     }
-    if (best?.load !== 0 && this.conns.length < this.max) best = this.open();
+    if (best?.load !== 0 && this.conns.size < this.max) best = this.open();
     if (!best) {
       if (this.queueLength >= this.maxQueue) return x.reject(new Error(`more than ${this.maxQueue} calls are waiting for a connection`));
       this.queue.push(x);
@@ -55,6 +63,15 @@ export class OriginPool implements ConnectionPool {
     }
     if (this.depth > 1) this.filling = best;
     best.start(x);
+  }
+
+  /** Depth 1: the idle connection freed last, else a new one under the cap, else the queue. */
+  private submitOne(x: Exchange): void {
+    let conn: Connection | undefined;
+    while ((conn = this.idle.pop()) !== undefined) if (conn.usable && conn.load === 0) return conn.start(x);
+    if (this.conns.size < this.max) return this.open().start(x);
+    if (this.queueLength >= this.maxQueue) return x.reject(new Error(`more than ${this.maxQueue} calls are waiting for a connection`));
+    this.queue.push(x);
   }
 
   released(conn: Connection): void {
@@ -66,14 +83,16 @@ export class OriginPool implements ConnectionPool {
     if (conn.load > 0) return;
     conn.idleSince = performance.now();
     if (this.drained) conn.destroy(new Error("the transport is closed"));
+    else if (this.depth === 1) this.idle.push(conn);
   }
 
   /** Calls waiting get new connections in place of the one gone. */
   gone(conn: Connection): void {
-    const at = this.conns.indexOf(conn);
-    if (at < 0) return;
-    this.conns.splice(at, 1);
-    while (this.queueLength > 0 && this.conns.length < this.max) {
+    if (!this.conns.delete(conn)) return;
+    // Depth 1: a gone connection left on the idle stack is skipped when popped; the stack is cut
+    // back when the dead outnumber the live, so that it cannot grow past twice the connections.
+    if (this.idle.length > 2 * this.conns.size + 16) this.compactIdle();
+    while (this.queueLength > 0 && this.conns.size < this.max) {
       const x = this.next();
       if (x) this.open().start(x);
     }
@@ -83,7 +102,7 @@ export class OriginPool implements ConnectionPool {
   retry(x: Exchange): void {
     x.retried = true;
     x.conn = null;
-    if (this.conns.length < this.max) return this.open().start(x);
+    if (this.conns.size < this.max) return this.open().start(x);
     // Every connection is busy: first in line for the next one.
     if (this.head > 0) this.queue[--this.head] = x;
     else this.queue.unshift(x);
@@ -112,8 +131,14 @@ export class OriginPool implements ConnectionPool {
     this.checkDrained();
   }
 
+  private compactIdle(): void {
+    let kept = 0;
+    for (const c of this.idle) if (c.usable && c.load === 0 && this.conns.has(c)) this.idle[kept++] = c;
+    this.idle.length = kept;
+  }
+
   private checkDrained(): void {
-    if (this.drained && this.conns.length === 0 && this.queueLength === 0) {
+    if (this.drained && this.conns.size === 0 && this.queueLength === 0) {
       const done = this.drained;
       this.drained = null;
       done();
@@ -141,7 +166,7 @@ export class OriginPool implements ConnectionPool {
   private open(): Connection {
     this.opened++;
     const conn = new Connection(this);
-    this.conns.push(conn);
+    this.conns.add(conn);
     return conn;
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The fleet's router: readings and uploads through the simulator's own HTTP/1.1 client by default,
- * through undici with `--transport undici`; held calls through undici in both cases.
+ * through undici with `--transport undici`; held calls likewise (a connection each).
  */
 import { once } from "node:events";
 import { type Server, createServer } from "node:http";
@@ -47,8 +47,9 @@ describe("fleet transport", () => {
     expect(await viaUndici("undici", "data", "POST")).toBe(true);
   });
 
-  it("sends held calls through undici whatever the client of the readings", async () => {
-    expect(await viaUndici("http1", "commands", "GET")).toBe(true);
+  it("sends held calls through the simulator's own client by default and with http1, through undici with undici", async () => {
+    expect(await viaUndici(undefined, "commands", "GET")).toBe(false);
+    expect(await viaUndici("http1", "activate", "GET")).toBe(false);
     expect(await viaUndici("undici", "commands", "GET")).toBe(true);
   });
 
