@@ -26,9 +26,9 @@ if (build.status !== 0) process.exit(1);
 let failed = 0;
 for (const f of files) {
   process.stdout.write(`\n=== ${f} ===\n`);
-  // The simulator bench runs the fleet in its own process, with the young generation that
-  // `blockkit sim` gives itself (cli/respawn.ts).
-  const flags = f.startsWith("simulator") ? ["--max-semi-space-size=32"] : [];
+  // The simulator bench runs the fleet in its own process, with the V8 flags that `blockkit sim`
+  // gives itself (cli/respawn.ts).
+  const flags = f.startsWith("simulator") ? ["--max-semi-space-size=32", "--no-memory-reducer"] : [];
   const r = spawnSync(process.execPath, ["--expose-gc", ...flags, "--import", "tsx", join(here, f)], { stdio: "inherit" });
   if (r.status !== 0) {
     failed++;

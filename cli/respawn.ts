@@ -4,8 +4,12 @@
  * readings); in V8's default 16 MB semi-spaces many of them live just long enough to be promoted,
  * and the old generation's collections took a fifth of the simulator's CPU. With 32 MB semi-spaces
  * the same fleet costs about a third less CPU per event (measured: bench/simulator.bench.ts at
- * 10,000 blocks). V8 reads the size only when the process starts, so the command starts itself again
- * with the flag (unless NODE_OPTIONS or the command line already gives one). The child shares the
+ * 10,000 blocks). And without V8's memory reducer: when a fleet allocates little (its blocks only
+ * hold their polls, or report seldom) it took that for an idle process and ran full collections of
+ * the fleet's whole heap one after the other to shrink it, for nothing (10,000 blocks holding their
+ * polls, four windows of 30 s: 5.6-16.6 % of a core with it, 5.6-8.7 % without; docs/performance-simulator.md).
+ * V8 reads these only when the process starts, so the command starts itself again with them (unless
+ * NODE_OPTIONS or the command line already gives a young generation size). The child shares the
  * terminal; the parent forwards SIGTERM and SIGHUP, a SIGINT as SIGUSR2 (the terminal's reaches
  * both: ParentSigints tells its echo from a SIGINT sent to the parent alone), and exits with the
  * child's code.
@@ -21,6 +25,7 @@ import type { Readable } from "node:stream";
 
 const FLAG = "--max-semi-space-size";
 const SIZE_MB = 32;
+const NO_REDUCER = "--no-memory-reducer";
 const CHILD = "BLOCKKIT_SIM_CHILD";
 /** The child's descriptor on which it says, with one byte, that it keeps the parent's forwards. */
 const READY_FD = "BLOCKKIT_SIM_READY_FD";
@@ -105,9 +110,14 @@ export function wantsRespawn(argv: string[], env: NodeJS.ProcessEnv = process.en
   return !execArgv.some((a) => a.startsWith(FLAG)) && !(env.NODE_OPTIONS ?? "").includes(FLAG);
 }
 
-/** Runs this command line again in a child with the flag; resolves with the child's exit code. */
+/** The child's arguments: this process's Node flags, the simulator's V8 flags, then the command line. */
+export function childArgs(argv: string[], execArgv: string[] = process.execArgv): string[] {
+  return [...execArgv, `${FLAG}=${SIZE_MB}`, NO_REDUCER, ...argv.slice(1)];
+}
+
+/** Runs this command line again in a child with the flags; resolves with the child's exit code. */
 export function respawn(argv: string[]): Promise<number> {
-  const args = [...process.execArgv, `${FLAG}=${SIZE_MB}`, ...argv.slice(1)];
+  const args = childArgs(argv);
   const env = { ...process.env, [CHILD]: "1", [READY_FD]: "3" };
   // The terminal's Ctrl-C reaches the child as well; it decides when to end. A SIGINT sent to this
   // process alone (`kill -INT PID`, a supervisor) was lost, and the run went on to its end: the

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { wantsRespawn } from "../../cli/respawn.js";
+import { childArgs, wantsRespawn } from "../../cli/respawn.js";
 import type { DeviceJson } from "../../protocol/api-types.js";
 import { ROOT } from "../helpers/process.js";
 import { ADMIN_TOKEN } from "../helpers/live.js";
@@ -72,6 +72,19 @@ describe("blockkit sim's own process", () => {
     expect(wantsRespawn(argv("sim"), { BLOCKKIT_SIM_CHILD: "1" }, [])).toBe(false);
     expect(wantsRespawn(argv("sim"), {}, ["--max-semi-space-size=64"])).toBe(false);
     expect(wantsRespawn(argv("sim"), { NODE_OPTIONS: "--max-semi-space-size=16" }, [])).toBe(false);
+  });
+
+  it("runs the child with 32 MB semi-spaces and without V8's memory reducer, after this process's own flags", () => {
+    expect(childArgs(["node", "/x/blockkit", "sim", "--blocks", "5"], ["--import", "tsx"])).toEqual([
+      "--import",
+      "tsx",
+      "--max-semi-space-size=32",
+      "--no-memory-reducer",
+      "/x/blockkit",
+      "sim",
+      "--blocks",
+      "5",
+    ]);
   });
 
   it("passes the child's exit code on, and a usage error still exits 2", { timeout: 25_000 }, async () => {
