@@ -7,7 +7,7 @@
  * 10,000 blocks). And without V8's memory reducer: when a fleet allocates little (its blocks only
  * hold their polls, or report seldom) it took that for an idle process and ran full collections of
  * the fleet's whole heap one after the other to shrink it, for nothing (10,000 blocks holding their
- * polls, four windows of 30 s: 5.6-16.6 % of a core with it, 5.6-8.7 % without; docs/performance-simulator.md).
+ * polls, four windows of 30 s: 5.6-16.6 % of a core with it, 5.6-8.7 % without; docs/performance-simulator-hosts.md).
  * V8 reads these only when the process starts, so the command starts itself again with them (unless
  * NODE_OPTIONS or the command line already gives a young generation size). The child shares the
  * terminal; the parent forwards SIGTERM and SIGHUP, a SIGINT as SIGUSR2 (the terminal's reaches
@@ -19,7 +19,7 @@
  * the child and the server alike. (The child used to start through `/bin/sh -c 'ulimit -n <hard>'`
  * for it; the test of the server's start-up limit showed Node had done it already.)
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { closeSync, writeSync } from "node:fs";
 import type { Readable } from "node:stream";
 
@@ -125,14 +125,14 @@ export function respawn(argv: string[]): Promise<number> {
   // reached the child first (ParentSigints). One that comes before the child says it keeps them (a
   // byte on its fd 3) is sent once it does: SIGUSR2's default action would end it. Listened for
   // before the spawn, which returns only once the child runs.
-  const held = { ready: false, pending: 0, child: null as ChildProcess | null };
+  let ready = false;
+  let pending = 0;
   const sigint = (): void => {
-    if (!held.ready || !held.child) held.pending++;
-    else if (held.child.exitCode === null) held.child.kill(PARENT_SIGINT);
+    if (!ready) pending++;
+    else if (started.exitCode === null) started.kill(PARENT_SIGINT);
   };
   process.on("SIGINT", sigint);
   const started = spawn(process.execPath, args, { stdio: ["inherit", "inherit", "inherit", "pipe"], env });
-  held.child = started;
   const forward = (signal: NodeJS.Signals) => () => {
     if (started.exitCode === null) started.kill(signal);
   };
@@ -141,8 +141,8 @@ export function respawn(argv: string[]): Promise<number> {
   const readyPipe = started.stdio[3] as Readable;
   readyPipe.on("error", () => undefined);
   readyPipe.once("data", () => {
-    held.ready = true;
-    for (; held.pending > 0; held.pending--) sigint();
+    ready = true;
+    for (; pending > 0; pending--) sigint();
     readyPipe.destroy();
   });
   return new Promise((resolve, reject) => {

@@ -30,6 +30,8 @@ class Waiter {
    * commit (PostgreSQL, or another instance), so the queue is read once more when it ends.
    */
   again = false;
+  /** Its last read of the queue found a command of its node on its way, and handed out nothing. */
+  heldBack = false;
 
   constructor(
     readonly nodeId: string,
@@ -193,7 +195,8 @@ export class CommandHub {
         w.checking = false;
         // A command of the node still on its way to it: nothing goes out before its fate is known
         // (removed, or handed out again first), so the queue's order holds even if its answer is lost.
-        const rows = this.handedOut.size > 0 && all.some((r) => this.handedOut.has(r.id)) ? [] : all;
+        w.heldBack = this.handedOut.size > 0 && all.some((r) => this.handedOut.has(r.id));
+        const rows = w.heldBack ? [] : all;
         if (rows.length > 0 || this.stopped || w.holdMs === 0) this.finish(w, rows);
         else if (w.again) this.check(w);
       },
@@ -206,11 +209,15 @@ export class CommandHub {
     );
   }
 
-  /** A node's held poll reads its queue again (something of it was settled). */
-  private recheck(nodeIds: Iterable<string>): void {
+  /**
+   * A node's held poll reads its queue again (something of it was settled). `heldBackOnly`: only a
+   * poll that this could concern, one held back by a command on its way or reading the queue now;
+   * a poll that read the queue after the removal committed has nothing new to find.
+   */
+  private recheck(nodeIds: Iterable<string>, heldBackOnly = false): void {
     for (const nodeId of nodeIds) {
       const w = this.waiters.get(nodeId);
-      if (w) this.check(w);
+      if (w && (!heldBackOnly || w.heldBack || w.checking)) this.check(w);
     }
   }
 
@@ -253,7 +260,7 @@ export class CommandHub {
     }
     this.stats.delivered += queued.length;
     // A poll held while these were on their way waited for them: the commands behind them go now.
-    this.recheck(nodes);
+    this.recheck(nodes, true);
   }
 
   /** Called when the response carrying these commands could not be written: they stay (or get) queued. */

@@ -40,17 +40,17 @@ export const PIPELINING = 8;
 
 export function fleetTransport(shortConnections = SHORT_CONNECTIONS, pipelining = PIPELINING, kind: ShortCallClient = "http1"): FleetTransport {
   if (!SHORT_CALL_CLIENTS.includes(kind)) throw new TypeError(`fleetTransport: kind must be one of ${SHORT_CALL_CLIENTS.join(", ")}, got ${String(kind)}`);
-  const heldSecure = new HeldPool({ keepAliveTimeout: 60_000 });
+  const undiciHeldPool = new HeldPool({ keepAliveTimeout: 60_000 });
   const secure = new Agent({ keepAliveTimeout: 60_000, connections: shortConnections, pipelining: 1 });
   const lean = kind === "http1" ? new Http1Transport({ connections: shortConnections, pipelining }) : null;
   const leanHeld = kind === "http1" ? new Http1Transport({ connections: HELD_CONNECTIONS, pipelining: 1, sweepMs: HELD_SWEEP_MS }) : null;
-  const undiciHeld = new UndiciTransport(heldSecure);
+  const undiciHeld = new UndiciTransport(undiciHeldPool);
   const undiciSecure = new UndiciTransport(secure);
   const router = new Router({ held: leanHeld ?? undiciHeld, plain: lean ?? undiciSecure }, { held: undiciHeld, plain: undiciSecure });
   return {
     transport: router,
     close: async () => {
-      await Promise.all([heldSecure.close(), secure.close(), lean?.close(), leanHeld?.close()]);
+      await Promise.all([undiciHeldPool.close(), secure.close(), lean?.close(), leanHeld?.close()]);
     },
   };
 }

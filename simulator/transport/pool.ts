@@ -133,7 +133,8 @@ export class OriginPool implements ConnectionPool {
 
   private compactIdle(): void {
     let kept = 0;
-    for (const c of this.idle) if (c.usable && c.load === 0 && this.conns.has(c)) this.idle[kept++] = c;
+    // A gone connection is dead, so not usable.
+    for (const c of this.idle) if (c.usable && c.load === 0) this.idle[kept++] = c;
     this.idle.length = kept;
   }
 
